@@ -1,0 +1,192 @@
+// Package apply applies the writes that projections plan to Redis, exactly
+// once: writes are grouped by hash slot (one group per user, one global
+// group), coalesced, and applied by one Lua script per group that first checks
+// the group's guard — idempotency markers for a user's slot, per-partition
+// offset watermarks for the global slot — and writes nothing when it was
+// already applied.
+package apply
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"projector/pkg/events"
+	"projector/pkg/projections"
+)
+
+// Record is one valid event and where it came from.
+type Record struct {
+	Topic     string
+	Partition int
+	Offset    int64
+	Event     events.Event
+}
+
+// Range is the span of offsets of one partition that a batch covers (valid and
+// poison records alike). Its global watermark moves to Last when the batch is applied.
+type Range struct {
+	Topic     string
+	Partition int
+	First     int64
+	Last      int64
+}
+
+// Outcome is what became of one record.
+type Outcome uint8
+
+// Outcomes of a record.
+const (
+	// Applied: its effects are in Redis (now, or by an earlier delivery of the same record).
+	Applied Outcome = iota + 1
+	// Duplicate: another record with the same event id was applied before.
+	Duplicate
+	// Skipped: its partition's watermark says the whole record was applied before.
+	Skipped
+)
+
+// Result reports what Apply did.
+type Result struct {
+	// Outcomes has one entry per input record.
+	Outcomes []Outcome
+	// Writes counts the writes the scripts reported as applied.
+	Writes int64
+	// UserCalls and GlobalCalls count script calls.
+	UserCalls, GlobalCalls int
+}
+
+// Options configure an Applier.
+type Options struct {
+	// Window is how long after an event's time duplicates are recognised.
+	Window time.Duration
+	// Location is the time zone of the calendar buckets.
+	Location *time.Location
+	// KeyPrefix is redis.key_prefix.
+	KeyPrefix string
+	// Now is the clock.
+	Now func() time.Time
+}
+
+// Applier applies batches of records to Redis.
+type Applier struct {
+	rdb     redis.UniversalClient
+	planner *projections.Planner
+	keys    projections.Keys
+	opts    Options
+	script  *redis.Script
+}
+
+// New returns an Applier writing through rdb.
+func New(rdb redis.UniversalClient, planner *projections.Planner, opts Options) *Applier {
+	return &Applier{rdb: rdb, planner: planner, keys: projections.Keys{Prefix: opts.KeyPrefix}, opts: opts, script: newScript()}
+}
+
+// LoadScript loads the apply script on every master, so EVALSHA finds it.
+func (a *Applier) LoadScript(ctx context.Context) error {
+	load := func(ctx context.Context, c *redis.Client) error {
+		return a.script.Load(ctx, c).Err()
+	}
+	var err error
+	if cc, ok := a.rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, load)
+	} else {
+		err = a.script.Load(ctx, a.rdb).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("load apply script: %w", err)
+	}
+	return nil
+}
+
+// item is one record on its way through Apply.
+type item struct {
+	idx       int
+	rec       *Record
+	user      []projections.Write
+	global    []projections.Write
+	marker    string
+	origin    string
+	markerExp int64
+}
+
+func tpField(topic string, partition int) string { return topic + ":" + strconv.Itoa(partition) }
+
+// Apply applies a batch. It is idempotent: calling it again with the same or an
+// overlapping batch (after an error, a crash or a redelivery) never applies an
+// event twice. An error means Redis did not accept everything; retry later.
+func (a *Applier) Apply(ctx context.Context, recs []Record, ranges []Range) (Result, error) {
+	res := Result{Outcomes: make([]Outcome, len(recs))}
+	now := a.opts.Now()
+	wms, err := a.rdb.HGetAll(ctx, a.keys.Watermarks()).Result()
+	if err != nil {
+		return res, fmt.Errorf("read watermarks: %w", err)
+	}
+	groups, order := a.plan(recs, wms, now, &res)
+	var all []*item
+	for _, u := range order {
+		all = append(all, groups[u]...)
+	}
+	if err := a.applyUsers(ctx, groups, order, &res); err != nil {
+		return res, err
+	}
+	var done []*item
+	for _, it := range all {
+		if res.Outcomes[it.idx] == Applied {
+			done = append(done, it)
+		}
+	}
+	if err := a.applyGlobal(ctx, done, ranges, wms, &res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// plan computes every record's writes, drops records below their partition's
+// watermark and in-batch duplicates, and groups the rest by user.
+func (a *Applier) plan(recs []Record, wms map[string]string, now time.Time, res *Result) (map[string][]*item, []string) {
+	groups := map[string][]*item{}
+	var order []string
+	seen := map[string]bool{}
+	window := a.opts.Window.Milliseconds()
+	for i := range recs {
+		r := &recs[i]
+		if wm, ok := wms[tpField(r.Topic, r.Partition)]; ok {
+			if w, err := strconv.ParseInt(wm, 10, 64); err == nil && r.Offset <= w {
+				res.Outcomes[i] = Skipped
+				continue
+			}
+		}
+		ev := &r.Event
+		b := projections.BucketsOf(ev.TS, a.opts.Location)
+		it := &item{idx: i, rec: r, marker: a.keys.Seen(ev.UserID, b.Day),
+			origin:    r.Topic + ":" + strconv.Itoa(r.Partition) + ":" + strconv.FormatInt(r.Offset, 10),
+			markerExp: max(b.DayEnd+window, now.UnixMilli()+window)}
+		dk := it.marker + "\x00" + ev.ID
+		if seen[dk] {
+			res.Outcomes[i] = Duplicate
+			continue
+		}
+		seen[dk] = true
+		for _, w := range a.planner.Plan(*ev, now, nil) {
+			if w.Global {
+				it.global = append(it.global, w)
+			} else {
+				it.user = append(it.user, w)
+			}
+		}
+		if _, ok := groups[ev.UserID]; !ok {
+			order = append(order, ev.UserID)
+		}
+		groups[ev.UserID] = append(groups[ev.UserID], it)
+	}
+	return groups, order
+}
+
+// isNoScript reports whether err says the script is not loaded on a node.
+func isNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}

@@ -1,0 +1,182 @@
+-- projector apply script: guard + ordered write program for ONE hash slot.
+-- KEYS[1]: a key of the slot (for routing).
+-- ARGV[1]: mode. "u": idempotency markers guard the writes; "g": offset watermarks do.
+-- mode u: ARGV[2]=n, then n x (markerKey, eventId, origin, expireAtMs).
+--   If any marker exists, nothing is written and {0, i1, v1, i2, v2, ...} is returned
+--   (i: 1-based marker index, v: stored origin). Otherwise all markers are set.
+-- mode g: ARGV[2]=watermark hash, ARGV[3]=n, then n x (field, firstOffset, lastOffset).
+--   If any stored watermark >= its firstOffset, nothing is written and
+--   {0, i1, wm1, ...} is returned. Otherwise the fields are set to lastOffset.
+-- Then the write program: 9 values per write:
+--   kind, key, member|value, number, expireAtMs, keep, retentionMs, guardKey, registryKey
+-- Returns {1, writesApplied}.
+local mode = ARGV[1]
+local n = tonumber(ARGV[2])
+local i = 3
+local function fmt(x) return string.format('%.0f', x) end
+local exp = {}
+local function bump(k, at)
+  if at > 0 then
+    local c = exp[k]
+    if c == nil or at > c then exp[k] = at end
+  end
+end
+
+if mode == 'u' then
+  local found = {}
+  for j = 0, n - 1 do
+    local b = i + j * 4
+    local v = redis.call('HGET', ARGV[b], ARGV[b + 1])
+    if v then
+      found[#found + 1] = j + 1
+      found[#found + 1] = v
+    end
+  end
+  if #found > 0 then
+    table.insert(found, 1, 0)
+    return found
+  end
+  for j = 0, n - 1 do
+    local b = i + j * 4
+    redis.call('HSET', ARGV[b], ARGV[b + 1], ARGV[b + 2])
+    bump(ARGV[b], tonumber(ARGV[b + 3]))
+  end
+  i = i + n * 4
+else
+  local wmKey = ARGV[2]
+  n = tonumber(ARGV[3])
+  i = 4
+  local found = {}
+  for j = 0, n - 1 do
+    local b = i + j * 3
+    local v = redis.call('HGET', wmKey, ARGV[b])
+    if v and tonumber(v) >= tonumber(ARGV[b + 1]) then
+      found[#found + 1] = j + 1
+      found[#found + 1] = v
+    end
+  end
+  if #found > 0 then
+    table.insert(found, 1, 0)
+    return found
+  end
+  for j = 0, n - 1 do
+    local b = i + j * 3
+    redis.call('HSET', wmKey, ARGV[b], ARGV[b + 2])
+  end
+  i = i + n * 3
+end
+
+local trims = {}
+local guards = {}
+local applied = 0
+
+local function flushTrims()
+  for k, t in pairs(trims) do
+    if t[1] > 0 then
+      redis.call('ZREMRANGEBYRANK', k, 0, -(t[1] + 1))
+    end
+    if t[2] > 0 then
+      local top = redis.call('ZRANGE', k, -1, -1, 'WITHSCORES')
+      if top[2] then
+        redis.call('ZREMRANGEBYSCORE', k, '-inf', '(' .. fmt(tonumber(top[2]) - t[2]))
+      end
+    end
+  end
+  trims = {}
+end
+
+local function guardOf(g)
+  local c = guards[g]
+  if c == nil then
+    local v = redis.call('GET', g)
+    if v then c = tonumber(v) else c = -1 end
+    guards[g] = c
+  end
+  return c
+end
+
+local function targets(key, registry)
+  if registry ~= '' then
+    return redis.call('SMEMBERS', registry)
+  end
+  return {key}
+end
+
+while i <= #ARGV do
+  local kind = ARGV[i]
+  local key = ARGV[i + 1]
+  local member = ARGV[i + 2]
+  local num = ARGV[i + 3]
+  local at = tonumber(ARGV[i + 4])
+  local keep = tonumber(ARGV[i + 5])
+  local ret = tonumber(ARGV[i + 6])
+  local guard = ARGV[i + 7]
+  local registry = ARGV[i + 8]
+  i = i + 9
+  if kind == '1' then -- IncrBy
+    redis.call('INCRBY', key, num)
+    bump(key, at)
+    applied = applied + 1
+  elseif kind == '2' then -- ZIncrBy
+    redis.call('ZINCRBY', key, num, member)
+    bump(key, at)
+    applied = applied + 1
+  elseif kind == '3' then -- ZAddMax
+    if guard == '' or tonumber(num) > guardOf(guard) then
+      redis.call('ZADD', key, 'GT', num, member)
+      if keep > 0 or ret > 0 then trims[key] = {keep, ret} end
+      bump(key, at)
+      applied = applied + 1
+    end
+  elseif kind == '4' then -- SetValue
+    redis.call('SET', key, member)
+    bump(key, at)
+    applied = applied + 1
+  elseif kind == '5' then -- SetMax
+    flushTrims()
+    local s = tonumber(num)
+    local cur = redis.call('GET', key)
+    if not cur or tonumber(cur) < s then
+      redis.call('SET', key, num)
+      applied = applied + 1
+    end
+    if guards[key] ~= nil and guards[key] < s then guards[key] = s end
+    bump(key, at)
+  elseif kind == '6' then -- ZRemUpTo
+    flushTrims()
+    for _, k in ipairs(targets(key, registry)) do
+      applied = applied + redis.call('ZREMRANGEBYSCORE', k, '-inf', num)
+    end
+  elseif kind == '7' then -- ZRemMemberUpTo
+    flushTrims()
+    local s = redis.call('ZSCORE', key, member)
+    if s and tonumber(s) <= tonumber(num) then
+      applied = applied + redis.call('ZREM', key, member)
+    end
+  elseif kind == '8' then -- ZRemPrefixUpTo
+    flushTrims()
+    local limit = tonumber(num)
+    for _, k in ipairs(targets(key, registry)) do
+      local all = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
+      for j = 1, #all, 2 do
+        if string.sub(all[j], 1, #member) == member and tonumber(all[j + 1]) <= limit then
+          applied = applied + redis.call('ZREM', k, all[j])
+        end
+      end
+    end
+  elseif kind == '9' then -- SAdd
+    redis.call('SADD', key, member)
+    bump(key, at)
+  else
+    return redis.error_reply('projector: unknown write kind ' .. tostring(kind))
+  end
+end
+flushTrims()
+
+for k, at in pairs(exp) do
+  local cur = redis.call('PEXPIRETIME', k)
+  if cur == -1 or (cur >= 0 and at > cur) then
+    redis.call('PEXPIREAT', k, fmt(at))
+  end
+end
+return {1, applied}

@@ -1,0 +1,206 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"projector/internal/testredis"
+	"projector/pkg/events"
+	"projector/pkg/projections"
+)
+
+var testNow = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+func newTestApplier(t *testing.T, rdb redis.UniversalClient, cfg projections.Config) *Applier {
+	t.Helper()
+	p, err := projections.NewPlanner(cfg, time.UTC, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(rdb, p, Options{Window: 24 * time.Hour, Location: time.UTC, Now: func() time.Time { return testNow }})
+	if err := a.LoadScript(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func view(id, user, product string, ts time.Time) events.Event {
+	return events.Event{ID: id, Type: events.View, TS: ts.UnixMilli(), UserID: user, ProductID: product, Device: "-", StoreID: "-"}
+}
+
+// batch places events at consecutive offsets of one partition, from first.
+func batch(first int64, evs ...events.Event) ([]Record, []Range) {
+	recs := make([]Record, len(evs))
+	for i, ev := range evs {
+		recs[i] = Record{Topic: "shop.views", Partition: 0, Offset: first + int64(i), Event: ev}
+	}
+	return recs, []Range{{Topic: "shop.views", Partition: 0, First: first, Last: first + int64(len(evs)) - 1}}
+}
+
+func mustGet(t *testing.T, rdb redis.UniversalClient, key string) string {
+	t.Helper()
+	v, err := rdb.Get(context.Background(), key).Result()
+	if err != nil {
+		t.Fatalf("GET %s: %v", key, err)
+	}
+	return v
+}
+
+func TestApplyOnceUnderRedeliveryAndDuplicates(t *testing.T) {
+	srv := testredis.StartStandalone(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	a := newTestApplier(t, rdb, projections.Defaults())
+	ts := testNow.Add(-time.Hour)
+	evs := []events.Event{
+		view("e1", "u1", "p1", ts),
+		view("e2", "u1", "p2", ts.Add(time.Second)),
+		view("e1", "u1", "p1", ts), // duplicate publication inside the batch
+		view("e3", "u2", "p1", ts.Add(2*time.Second)),
+	}
+	recs, ranges := batch(0, evs...)
+	res, err := a.Apply(ctx, recs, ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Outcome{Applied, Applied, Duplicate, Applied}
+	for i, o := range res.Outcomes {
+		if o != want[i] {
+			t.Errorf("outcome %d = %v, want %v", i, o, want[i])
+		}
+	}
+	if got := mustGet(t, rdb, "st:{g}:views:2026-12-02"); got != "3" {
+		t.Errorf("global views = %s, want 3", got)
+	}
+	// Redelivery of the same batch: skipped by the watermark, nothing changes.
+	res, err = a.Apply(ctx, recs, ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range res.Outcomes {
+		if o != Skipped {
+			t.Errorf("redelivered outcome %d = %v, want Skipped", i, o)
+		}
+	}
+	// Duplicate publication in a later batch (other offset).
+	recs2, ranges2 := batch(10, view("e2", "u1", "p2", ts.Add(time.Second)), view("e4", "u1", "p3", ts.Add(3*time.Second)))
+	res, err = a.Apply(ctx, recs2, ranges2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcomes[0] != Duplicate || res.Outcomes[1] != Applied {
+		t.Errorf("outcomes = %v, want [Duplicate Applied]", res.Outcomes)
+	}
+	if got := mustGet(t, rdb, "st:{g}:views:2026-12-02"); got != "4" {
+		t.Errorf("global views = %s, want 4", got)
+	}
+	if got := mustGet(t, rdb, "st:{u:u1}:views:2026-12"); got != "3" {
+		t.Errorf("u1 month views = %s, want 3", got)
+	}
+	lv, _ := rdb.ZRevRange(ctx, "lv:{u:u1}", 0, -1).Result()
+	if fmt.Sprint(lv) != "[p3 p2 p1]" {
+		t.Errorf("lv = %v", lv)
+	}
+}
+
+// A crash after the user scripts and before the global script: the redelivery
+// must apply the global effects exactly once and the user effects not again.
+func TestApplyAfterCrashBetweenUserAndGlobal(t *testing.T) {
+	srv := testredis.StartStandalone(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	a := newTestApplier(t, rdb, projections.Defaults())
+	ts := testNow.Add(-time.Hour)
+	recs, ranges := batch(0, view("e1", "u1", "p1", ts), view("e2", "u2", "p1", ts))
+	var res Result
+	res.Outcomes = make([]Outcome, len(recs))
+	groups, order := a.plan(recs, nil, testNow, &res)
+	if err := a.applyUsers(ctx, groups, order, &res); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.Exists(ctx, "st:{g}:views:2026").Result(); n != 0 {
+		t.Fatal("global effects written by the user scripts")
+	}
+	// Redelivered as a larger batch with one more record.
+	recs, ranges = batch(0, view("e1", "u1", "p1", ts), view("e2", "u2", "p1", ts), view("e3", "u1", "p2", ts))
+	res, err := a.Apply(ctx, recs, ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range res.Outcomes {
+		if o != Applied {
+			t.Errorf("outcome %d = %v, want Applied", i, o)
+		}
+	}
+	if got := mustGet(t, rdb, "st:{g}:views:2026"); got != "3" {
+		t.Errorf("global views = %s, want 3", got)
+	}
+	if got := mustGet(t, rdb, "st:{u:u1}:views:2026"); got != "2" {
+		t.Errorf("u1 views = %s, want 2", got)
+	}
+	if s, _ := rdb.ZScore(ctx, "pv:{g}:2026-12-02", "p1").Result(); s != 2 {
+		t.Errorf("pv p1 = %v, want 2", s)
+	}
+}
+
+// The global watermark lies inside the redelivered range: only the rest counts.
+func TestApplyPartialWatermark(t *testing.T) {
+	srv := testredis.StartStandalone(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	a := newTestApplier(t, rdb, projections.Defaults())
+	ts := testNow.Add(-time.Hour)
+	var evs []events.Event
+	for i := 0; i < 6; i++ {
+		evs = append(evs, view(fmt.Sprintf("e%d", i), fmt.Sprintf("u%d", i%2), "p1", ts))
+	}
+	recs, ranges := batch(0, evs[:3]...)
+	if _, err := a.Apply(ctx, recs, ranges); err != nil {
+		t.Fatal(err)
+	}
+	recs, ranges = batch(0, evs...)
+	res, err := a.Apply(ctx, recs, ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcomes[0] != Skipped || res.Outcomes[5] != Applied {
+		t.Errorf("outcomes = %v", res.Outcomes)
+	}
+	if got := mustGet(t, rdb, "st:{g}:views:2026"); got != "6" {
+		t.Errorf("global views = %s, want 6", got)
+	}
+	if wm := rdb.HGet(ctx, "px:wm:{g}", "shop.views:0").Val(); wm != "5" {
+		t.Errorf("watermark = %s, want 5", wm)
+	}
+}
+
+// The script runs on the embedded Redis (miniredis) as well.
+func TestApplyOnMiniredis(t *testing.T) {
+	mr := miniredis.RunT(t)
+	mr.SetTime(testNow)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	a := newTestApplier(t, rdb, projections.Defaults())
+	ts := testNow.Add(-time.Hour)
+	order := events.Event{ID: "o1", Type: events.Order, TS: ts.UnixMilli(), UserID: "u1",
+		Items: []events.Item{{ProductID: "p1", Quantity: 2, PriceCents: 150}, {ProductID: "p2", Quantity: 1, PriceCents: 0}}}
+	clr := events.Event{ID: "c1", Type: events.HistoryCleared, TS: ts.Add(time.Second).UnixMilli(), UserID: "u1"}
+	recs, ranges := batch(0, view("e1", "u1", "p1", ts), order, clr, view("e2", "u1", "p2", ts.Add(2*time.Second)))
+	if _, err := a.Apply(context.Background(), recs, ranges); err != nil {
+		t.Fatal(err)
+	}
+	if got := mr.HGet("px:wm:{g}", "shop.views:0"); got != "3" {
+		t.Errorf("watermark = %q", got)
+	}
+	if got, _ := mr.Get("st:{g}:revenue_cents:2026-12-02"); got != "300" {
+		t.Errorf("revenue = %q, want 300", got)
+	}
+	lv, _ := mr.ZMembers("lv:{u:u1}")
+	if fmt.Sprint(lv) != "[p2]" {
+		t.Errorf("lv = %v, want [p2] (p1 cleared)", lv)
+	}
+}

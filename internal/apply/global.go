@@ -1,0 +1,80 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"projector/pkg/projections"
+)
+
+// applyGlobal applies the global writes of the applied events of a batch in one
+// script, guarded by the per-partition watermarks, and moves the watermarks to
+// the end of each range. When a watermark already lies inside a range (an
+// earlier delivery applied part of it), those records are dropped and it tries again.
+func (a *Applier) applyGlobal(ctx context.Context, done []*item, ranges []Range, wms map[string]string, res *Result) error {
+	rs := make([]Range, 0, len(ranges))
+	for _, r := range ranges {
+		if wm, ok := wms[tpField(r.Topic, r.Partition)]; ok {
+			if w, err := strconv.ParseInt(wm, 10, 64); err == nil {
+				if w >= r.Last {
+					continue
+				}
+				r.First = max(r.First, w+1)
+			}
+		}
+		rs = append(rs, r)
+	}
+	wmKey := a.keys.Watermarks()
+	for len(rs) > 0 {
+		floor := map[string]int64{}
+		for _, r := range rs {
+			floor[tpField(r.Topic, r.Partition)] = r.First
+		}
+		var ws []projections.Write
+		for _, it := range done {
+			if f, ok := floor[tpField(it.rec.Topic, it.rec.Partition)]; ok && it.rec.Offset >= f {
+				ws = append(ws, it.global...)
+			}
+		}
+		args := make([]any, 0, 3+3*len(rs)+9*len(ws))
+		args = append(args, "g", wmKey, strconv.Itoa(len(rs)))
+		for _, r := range rs {
+			args = append(args, tpField(r.Topic, r.Partition), strconv.FormatInt(r.First, 10), strconv.FormatInt(r.Last, 10))
+		}
+		args = appendWrites(args, Coalesce(ws))
+		res.GlobalCalls++
+		vals, err := a.script.Run(ctx, a.rdb, []string{wmKey}, args...).Slice()
+		if err != nil {
+			return fmt.Errorf("apply global writes: %w", err)
+		}
+		if ok, _ := vals[0].(int64); ok == 1 {
+			if len(vals) > 1 {
+				n, _ := vals[1].(int64)
+				res.Writes += n
+			}
+			return nil
+		}
+		var next []Range
+		hit := map[int]int64{}
+		for j := 1; j+1 < len(vals); j += 2 {
+			idx, _ := vals[j].(int64)
+			wm, err := strconv.ParseInt(fmt.Sprint(vals[j+1]), 10, 64)
+			if err != nil || idx < 1 || int(idx) > len(rs) {
+				return fmt.Errorf("apply global writes: bad watermark reply %v", vals)
+			}
+			hit[int(idx-1)] = wm
+		}
+		for j, r := range rs {
+			if wm, ok := hit[j]; ok {
+				if wm >= r.Last {
+					continue
+				}
+				r.First = wm + 1
+			}
+			next = append(next, r)
+		}
+		rs = next
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"projector/pkg/projections"
+)
+
+// applyUsers runs one script per user group, pipelined. A group whose script
+// finds markers loses those events (duplicates, or redeliveries whose user
+// effects are already applied) and is tried again with the rest.
+func (a *Applier) applyUsers(ctx context.Context, groups map[string][]*item, order []string, res *Result) error {
+	pending := order
+	for len(pending) > 0 {
+		pipe := a.rdb.Pipeline()
+		cmds := make([]*redis.Cmd, len(pending))
+		for i, u := range pending {
+			g := groups[u]
+			args := make([]any, 0, 2+4*len(g)+9*len(g)*4)
+			args = append(args, "u", strconv.Itoa(len(g)))
+			var ws []projections.Write
+			for _, it := range g {
+				args = append(args, it.marker, it.rec.Event.ID, it.origin, strconv.FormatInt(it.markerExp, 10))
+				ws = append(ws, it.user...)
+			}
+			args = appendWrites(args, Coalesce(ws))
+			cmds[i] = a.script.EvalSha(ctx, pipe, []string{g[0].marker}, args...)
+		}
+		_, _ = pipe.Exec(ctx)
+		var next []string
+		for i, u := range pending {
+			res.UserCalls++
+			vals, err := cmds[i].Slice()
+			if isNoScript(err) {
+				if err := a.LoadScript(ctx); err != nil {
+					return err
+				}
+				next = append(next, u)
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("apply user %q: %w", u, err)
+			}
+			rest, err := a.settleUser(groups[u], vals, res)
+			if err != nil {
+				return fmt.Errorf("apply user %q: %w", u, err)
+			}
+			if len(rest) > 0 {
+				groups[u] = rest
+				next = append(next, u)
+			}
+		}
+		pending = next
+	}
+	return nil
+}
+
+// settleUser reads a user script's reply. It returns the events still to apply.
+func (a *Applier) settleUser(g []*item, vals []any, res *Result) ([]*item, error) {
+	if len(vals) == 0 {
+		return nil, fmt.Errorf("empty script reply")
+	}
+	if ok, _ := vals[0].(int64); ok == 1 {
+		for _, it := range g {
+			res.Outcomes[it.idx] = Applied
+		}
+		if len(vals) > 1 {
+			n, _ := vals[1].(int64)
+			res.Writes += n
+		}
+		return nil, nil
+	}
+	hit := map[int]bool{}
+	for j := 1; j+1 < len(vals); j += 2 {
+		idx, _ := vals[j].(int64)
+		origin, _ := vals[j+1].(string)
+		if idx < 1 || int(idx) > len(g) {
+			return nil, fmt.Errorf("script reply names marker %d of %d", idx, len(g))
+		}
+		it := g[idx-1]
+		hit[int(idx-1)] = true
+		if origin == it.origin {
+			res.Outcomes[it.idx] = Applied // this very record was applied before
+		} else {
+			res.Outcomes[it.idx] = Duplicate
+		}
+	}
+	var rest []*item
+	for j, it := range g {
+		if !hit[j] {
+			rest = append(rest, it)
+		}
+	}
+	return rest, nil
+}

@@ -1,0 +1,91 @@
+// Package config loads and validates projector's configuration (SPEC sections 7
+// and 8) with viper: defaults, then an optional YAML file, then PROJECTOR_*
+// environment variables, then flags.
+package config
+
+import (
+	"time"
+
+	"projector/pkg/projections"
+)
+
+// Config is the whole validated configuration.
+type Config struct {
+	Kafka       KafkaConfig        `mapstructure:"kafka"`
+	Redis       RedisConfig        `mapstructure:"redis"`
+	TimeZone    string             `mapstructure:"time_zone"`
+	Idempotency IdempotencyConfig  `mapstructure:"idempotency"`
+	Batch       BatchConfig        `mapstructure:"batch"`
+	HTTP        HTTPConfig         `mapstructure:"http"`
+	Log         LogConfig          `mapstructure:"log"`
+	Projections projections.Config `mapstructure:"projections"`
+
+	// Location is TimeZone loaded (derived, not a key).
+	Location *time.Location `mapstructure:"-"`
+	// Embedded is true when neither kafka.brokers nor redis.addrs was configured
+	// (derived, not a key): the consumer then runs an in-process broker and Redis.
+	Embedded bool `mapstructure:"-"`
+}
+
+// KafkaConfig holds the `kafka.` keys.
+type KafkaConfig struct {
+	Brokers        []string `mapstructure:"brokers"`
+	GroupID        string   `mapstructure:"group_id"`
+	Topics         []string `mapstructure:"topics"`
+	DLQTopic       string   `mapstructure:"dlq_topic"`
+	MaxRecordBytes int      `mapstructure:"max_record_bytes"`
+}
+
+// RedisConfig holds the `redis.` keys.
+type RedisConfig struct {
+	Mode      string   `mapstructure:"mode"` // standalone or cluster
+	Addrs     []string `mapstructure:"addrs"`
+	KeyPrefix string   `mapstructure:"key_prefix"`
+}
+
+// IdempotencyConfig holds the `idempotency.` keys.
+type IdempotencyConfig struct {
+	Window time.Duration `mapstructure:"window"`
+}
+
+// BatchConfig holds the `batch.` keys.
+type BatchConfig struct {
+	MaxEvents int           `mapstructure:"max_events"`
+	MaxWait   time.Duration `mapstructure:"max_wait"`
+}
+
+// HTTPConfig holds the `http.` keys.
+type HTTPConfig struct {
+	Addr string `mapstructure:"addr"`
+}
+
+// LogConfig holds the `log.` keys.
+type LogConfig struct {
+	Level  string `mapstructure:"level"`  // debug, info, warn, error
+	Format string `mapstructure:"format"` // auto, json, console
+}
+
+// Defaults returns the configuration used when no source sets anything
+// (SPEC section 8): embedded mode (no brokers, no Redis addresses), time zone
+// UTC and every projection on with projections.Defaults().
+// batch.max_events (2000) and batch.max_wait (50ms) are this
+// implementation's choice.
+func Defaults() Config {
+	return Config{
+		Kafka: KafkaConfig{
+			GroupID:        "projector",
+			Topics:         []string{"shop.views", "shop.clicks", "shop.orders"},
+			DLQTopic:       "shop.dlq",
+			MaxRecordBytes: 1 << 20,
+		},
+		Redis:       RedisConfig{Mode: "standalone"},
+		TimeZone:    "UTC",
+		Idempotency: IdempotencyConfig{Window: 24 * time.Hour},
+		Batch:       BatchConfig{MaxEvents: 2000, MaxWait: 50 * time.Millisecond},
+		HTTP:        HTTPConfig{Addr: ":9090"},
+		Log:         LogConfig{Level: "info", Format: "auto"},
+		Projections: projections.Defaults(),
+		Location:    time.UTC,
+		Embedded:    true,
+	}
+}

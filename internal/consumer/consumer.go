@@ -1,0 +1,147 @@
+// Package consumer runs the Kafka side of projector: it fetches records of
+// the configured topics as a member of the consumer group, batches them,
+// dead-letters poison records, has internal/apply write the projections, and
+// commits offsets only after Redis accepted the batch.
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
+	"projector/internal/apply"
+	"projector/internal/obs"
+)
+
+// Options configure a Consumer.
+type Options struct {
+	Brokers        []string
+	GroupID        string
+	Topics         []string
+	DLQTopic       string
+	MaxRecordBytes int
+	MaxEvents      int
+	MaxWait        time.Duration
+	// ShutdownGrace bounds how long a batch in flight may still retry Redis
+	// after the context ends (default 30s); past it the batch is left uncommitted.
+	ShutdownGrace time.Duration
+}
+
+// Applier is what the consumer needs of internal/apply.
+type Applier interface {
+	Apply(ctx context.Context, recs []apply.Record, ranges []apply.Range) (apply.Result, error)
+}
+
+// DLQGate remembers which poison records were dead-lettered, so a redelivered
+// batch does not dead-letter them again.
+type DLQGate interface {
+	// Done returns, per "topic:partition", the highest offset already dead-lettered.
+	Done(ctx context.Context, fields []string) (map[string]int64, error)
+	// Mark records that offsets up to offset of that partition are dead-lettered.
+	Mark(ctx context.Context, marks map[string]int64) error
+}
+
+// Consumer is one member of the projector consumer group.
+type Consumer struct {
+	opts    Options
+	reader  *kafka.Reader
+	dlq     *kafka.Writer
+	applier Applier
+	gate    DLQGate
+	metrics *obs.Metrics
+	health  *obs.Health
+	log     *zap.Logger
+}
+
+// New builds a consumer; Run starts it.
+func New(opts Options, applier Applier, gate DLQGate, m *obs.Metrics, h *obs.Health, log *zap.Logger) *Consumer {
+	if opts.ShutdownGrace <= 0 {
+		opts.ShutdownGrace = 30 * time.Second
+	}
+	maxBytes := max(10<<20, 2*opts.MaxRecordBytes+(1<<20))
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:           opts.Brokers,
+		GroupID:           opts.GroupID,
+		GroupTopics:       opts.Topics,
+		MinBytes:          1,
+		MaxBytes:          maxBytes,
+		MaxWait:           250 * time.Millisecond,
+		QueueCapacity:     max(1000, opts.MaxEvents),
+		CommitInterval:    0,
+		StartOffset:       kafka.FirstOffset,
+		HeartbeatInterval: time.Second,
+		SessionTimeout:    10 * time.Second,
+		RebalanceTimeout:  10 * time.Second,
+		ReadBackoffMin:    50 * time.Millisecond,
+		ReadBackoffMax:    500 * time.Millisecond,
+		ErrorLogger:       kafka.LoggerFunc(log.Sugar().Named("kafka").Warnf),
+	})
+	w := &kafka.Writer{
+		Addr:                   kafka.TCP(opts.Brokers...),
+		Topic:                  opts.DLQTopic,
+		Balancer:               &kafka.Hash{},
+		RequiredAcks:           kafka.RequireAll,
+		BatchTimeout:           time.Millisecond,
+		BatchBytes:             int64(maxBytes),
+		AllowAutoTopicCreation: true,
+	}
+	return &Consumer{opts: opts, reader: r, dlq: w, applier: applier, gate: gate, metrics: m, health: h, log: log}
+}
+
+// Run consumes until ctx ends, then finishes the batch in flight, commits it
+// and returns nil. It returns an error only when it cannot go on.
+func (c *Consumer) Run(ctx context.Context) error {
+	defer c.close()
+	c.log.Info("consuming", zap.Strings("topics", c.opts.Topics), zap.String("group", c.opts.GroupID),
+		zap.Int("batch_max_events", c.opts.MaxEvents), zap.Duration("batch_max_wait", c.opts.MaxWait))
+	for {
+		msgs, err := c.fetch(ctx)
+		if len(msgs) > 0 {
+			if perr := c.process(ctx, msgs); perr != nil {
+				return perr
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				c.log.Info("stopped: batch in flight committed")
+				return nil
+			}
+			return fmt.Errorf("fetch: %w", err)
+		}
+	}
+}
+
+func (c *Consumer) close() {
+	if err := c.reader.Close(); err != nil {
+		c.log.Warn("close reader", zap.Error(err))
+	}
+	if err := c.dlq.Close(); err != nil {
+		c.log.Warn("close dead-letter writer", zap.Error(err))
+	}
+}
+
+// fetch waits for one record, then gathers more for up to MaxWait or MaxEvents.
+func (c *Consumer) fetch(ctx context.Context) ([]kafka.Message, error) {
+	first, err := c.reader.FetchMessage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	msgs := []kafka.Message{first}
+	wctx, cancel := context.WithTimeout(ctx, c.opts.MaxWait)
+	defer cancel()
+	for len(msgs) < c.opts.MaxEvents {
+		m, err := c.reader.FetchMessage(wctx)
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) || (ctx.Err() == nil && wctx.Err() != nil) {
+				return msgs, nil
+			}
+			return msgs, err
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
+}

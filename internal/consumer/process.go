@@ -1,0 +1,164 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
+	"projector/internal/apply"
+	"projector/pkg/events"
+)
+
+// poison is a record that is not a valid event, and why.
+type poison struct {
+	msg    kafka.Message
+	reason string
+}
+
+// Split decodes a batch: valid events become apply records, the rest poison;
+// ranges cover every record of each partition.
+func split(msgs []kafka.Message, maxBytes int) ([]apply.Record, []poison, []apply.Range) {
+	recs := make([]apply.Record, 0, len(msgs))
+	var bad []poison
+	idx := map[string]int{}
+	var ranges []apply.Range
+	for _, m := range msgs {
+		f := field(m.Topic, m.Partition)
+		if j, ok := idx[f]; ok {
+			ranges[j].First = min(ranges[j].First, m.Offset)
+			ranges[j].Last = max(ranges[j].Last, m.Offset)
+		} else {
+			idx[f] = len(ranges)
+			ranges = append(ranges, apply.Range{Topic: m.Topic, Partition: m.Partition, First: m.Offset, Last: m.Offset})
+		}
+		if err := events.CheckSize(len(m.Value), maxBytes); err != nil {
+			bad = append(bad, poison{m, err.Error()})
+			continue
+		}
+		ev, err := events.Decode(m.Value)
+		if err != nil {
+			bad = append(bad, poison{m, err.Error()})
+			continue
+		}
+		recs = append(recs, apply.Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Event: ev})
+	}
+	return recs, bad, ranges
+}
+
+func field(topic string, partition int) string { return topic + ":" + strconv.Itoa(partition) }
+
+// process applies one batch and commits it. It keeps retrying Redis and the
+// dead-letter topic with backoff; after ctx ends it retries for ShutdownGrace more.
+func (c *Consumer) process(ctx context.Context, msgs []kafka.Message) error {
+	start := time.Now()
+	recs, bad, ranges := split(msgs, c.opts.MaxRecordBytes)
+	wctx, cancel := c.workContext(ctx)
+	defer cancel()
+	if err := c.retry(wctx, "dead-letter", func(ctx context.Context) error { return c.deadLetter(ctx, bad) }); err != nil {
+		return err
+	}
+	var res apply.Result
+	if err := c.retry(wctx, "apply", func(ctx context.Context) error {
+		var err error
+		res, err = c.applier.Apply(ctx, recs, ranges)
+		return err
+	}); err != nil {
+		return err
+	}
+	c.observe(recs, bad, res)
+	if err := c.commit(wctx, msgs); err != nil {
+		return err
+	}
+	c.metrics.BatchDuration.Observe(time.Since(start).Seconds())
+	c.metrics.BatchEvents.Observe(float64(len(msgs)))
+	return nil
+}
+
+// workContext lives until ShutdownGrace after ctx ends, so the batch in flight can finish.
+func (c *Consumer) workContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(c.opts.ShutdownGrace, cancel)
+		context.AfterFunc(wctx, func() { t.Stop() })
+	})
+	return wctx, func() { stop(); cancel() }
+}
+
+// retry runs f until it succeeds or ctx ends, backing off from 50ms to 5s.
+func (c *Consumer) retry(ctx context.Context, what string, f func(context.Context) error) error {
+	backoff := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := f(ctx)
+		if err == nil {
+			if attempt > 1 {
+				c.log.Info("recovered", zap.String("step", what), zap.Int("attempts", attempt))
+				c.health.SetReady(true, "")
+			}
+			return nil
+		}
+		c.metrics.RedisErrors.WithLabelValues(what).Inc()
+		c.metrics.RedisRetries.Inc()
+		c.health.SetReady(false, what+" failing: "+err.Error())
+		c.log.Warn("retrying", zap.String("step", what), zap.Int("attempt", attempt), zap.Duration("backoff", backoff), zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: gave up, batch left uncommitted: %w", what, err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// commit commits the highest offset of every partition in the batch.
+func (c *Consumer) commit(ctx context.Context, msgs []kafka.Message) error {
+	last := map[string]kafka.Message{}
+	for _, m := range msgs {
+		f := field(m.Topic, m.Partition)
+		if l, ok := last[f]; !ok || m.Offset > l.Offset {
+			last[f] = m
+		}
+	}
+	out := make([]kafka.Message, 0, len(last))
+	for _, m := range last {
+		out = append(out, m)
+	}
+	return c.retry(ctx, "commit", func(ctx context.Context) error {
+		if err := c.reader.CommitMessages(ctx, out...); err != nil {
+			c.metrics.CommitErrors.Inc()
+			return err
+		}
+		c.metrics.Commits.Inc()
+		return nil
+	})
+}
+
+// observe counts a batch's outcomes.
+func (c *Consumer) observe(recs []apply.Record, bad []poison, res apply.Result) {
+	var newest int64
+	for i, r := range recs {
+		t := string(r.Event.Type)
+		switch res.Outcomes[i] {
+		case apply.Applied:
+			c.metrics.Events.WithLabelValues(t, "applied").Inc()
+			newest = max(newest, r.Event.TS)
+		case apply.Duplicate:
+			c.metrics.Events.WithLabelValues(t, "duplicate").Inc()
+			c.metrics.Duplicates.Inc()
+		case apply.Skipped:
+			c.metrics.Events.WithLabelValues(t, "skipped").Inc()
+		}
+	}
+	for range bad {
+		c.metrics.Events.WithLabelValues("unknown", "poison").Inc()
+	}
+	c.metrics.KeysWritten.Add(float64(res.Writes))
+	c.metrics.ScriptCalls.WithLabelValues("user").Add(float64(res.UserCalls))
+	c.metrics.ScriptCalls.WithLabelValues("global").Add(float64(res.GlobalCalls))
+	if newest > 0 {
+		c.metrics.LastAppliedEventTimestamp.Set(float64(newest) / 1000)
+	}
+}
