@@ -1,0 +1,66 @@
+// Command consumer projects shop events from Kafka into Redis read models as
+// a member of the projector consumer group. With no brokers and no Redis
+// configured it runs the embedded demo: in-process Kafka, Redis and traffic.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"projector/internal/app"
+	"projector/internal/config"
+	"projector/internal/embedded"
+	"projector/internal/obs"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+}
+
+// run is main with its inputs and outputs passed in; it returns the exit code:
+// 0 after a clean stop, 2 for bad configuration, 1 for other failures.
+func run(args, environ []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("consumer", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fl := config.Register(fs)
+	demoRate := fs.Int("demo-rate", 2000, "embedded mode: generated events per second (0: as fast as possible)")
+	if err := fs.Parse(args); err != nil {
+		if err == pflag.ErrHelp {
+			return 0
+		}
+		fmt.Fprintln(stderr, "config:", err)
+		return 2
+	}
+	cfg, err := config.Load(fl, environ)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return config.ExitCode(err)
+	}
+	log, err := obs.NewLogger(cfg.Log.Level, cfg.Log.Format, obs.IsTerminal(os.Stderr))
+	if err != nil {
+		fmt.Fprintln(stderr, "config: log:", err)
+		return 2
+	}
+	defer func() { _ = log.Sync() }()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if cfg.Embedded {
+		log.Info("no kafka.brokers and no redis.addrs configured: running the embedded demo")
+		err = embedded.Run(ctx, cfg, embedded.Options{Rate: *demoRate, Out: stdout}, log)
+	} else {
+		err = app.Run(ctx, cfg, log, app.Hooks{})
+	}
+	if err != nil && ctx.Err() == nil {
+		log.Error("consumer failed", zap.Error(err))
+		return 1
+	}
+	log.Info("consumer stopped")
+	return 0
+}

@@ -1,0 +1,118 @@
+// Package app wires a consumer process together: Redis client, planner,
+// applier, Kafka consumer, metrics, health and the HTTP endpoints.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"projector/internal/apply"
+	"projector/internal/config"
+	"projector/internal/consumer"
+	"projector/internal/obs"
+	"projector/pkg/projections"
+)
+
+// Hooks lets callers (the embedded demo, tests) observe a running consumer.
+type Hooks struct {
+	// HTTPAddr receives the bound address of the HTTP endpoints.
+	HTTPAddr func(addr string)
+	// Metrics receives the metrics once created.
+	Metrics func(m *obs.Metrics)
+}
+
+// NewRedis returns the client for redis.mode and redis.addrs.
+func NewRedis(cfg config.RedisConfig) redis.UniversalClient {
+	if cfg.Mode == "cluster" {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.Addrs, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
+	}
+	return redis.NewClient(&redis.Options{Addr: cfg.Addrs[0], ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
+}
+
+// Run runs one consumer until ctx ends; it returns nil after a clean shutdown.
+func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) error {
+	m := obs.NewMetrics()
+	if hooks.Metrics != nil {
+		hooks.Metrics(m)
+	}
+	health := obs.NewHealth(m)
+	health.SetReady(false, "starting")
+	addr, err := obs.Serve(ctx, cfg.HTTP.Addr, obs.NewHTTPHandler(m, health), log.Named("http"))
+	if err != nil {
+		return fmt.Errorf("serve http on %s: %w", cfg.HTTP.Addr, err)
+	}
+	log.Info("http endpoints up", zap.String("addr", addr), zap.String("metrics", "/metrics"), zap.String("ready", "/readyz"))
+	if hooks.HTTPAddr != nil {
+		hooks.HTTPAddr(addr)
+	}
+
+	rdb := NewRedis(cfg.Redis)
+	defer rdb.Close()
+	planner, err := projections.NewPlanner(cfg.Projections, cfg.Location, cfg.Redis.KeyPrefix)
+	if err != nil {
+		return fmt.Errorf("build projections: %w", err)
+	}
+	applier := apply.New(rdb, planner, apply.Options{Window: cfg.Idempotency.Window, Location: cfg.Location,
+		KeyPrefix: cfg.Redis.KeyPrefix, Now: time.Now})
+	if err := waitRedis(ctx, log, health, func(ctx context.Context) error {
+		if err := applier.LoadScript(ctx); err != nil {
+			return err
+		}
+		return ensureMeta(ctx, rdb, cfg, planner.Enabled())
+	}); err != nil {
+		return err
+	}
+	log.Info("projections enabled", zap.Strings("projections", planner.Enabled()), zap.String("redis_mode", cfg.Redis.Mode),
+		zap.Strings("redis", cfg.Redis.Addrs), zap.String("time_zone", cfg.TimeZone))
+
+	c := consumer.New(consumer.Options{
+		Brokers: cfg.Kafka.Brokers, GroupID: cfg.Kafka.GroupID, Topics: cfg.Kafka.Topics, DLQTopic: cfg.Kafka.DLQTopic,
+		MaxRecordBytes: cfg.Kafka.MaxRecordBytes, MaxEvents: cfg.Batch.MaxEvents, MaxWait: cfg.Batch.MaxWait,
+	}, applier, apply.NewDLQMarks(rdb, cfg.Redis.KeyPrefix), m, health, log.Named("consumer"))
+	go consumer.MonitorLag(ctx, cfg.Kafka.Brokers, cfg.Kafka.GroupID, cfg.Kafka.Topics, m, log.Named("lag"))
+	health.SetReady(true, "")
+	err = c.Run(ctx)
+	health.SetReady(false, "stopping")
+	return err
+}
+
+// waitRedis runs f until it succeeds, backing off while Redis is unreachable.
+func waitRedis(ctx context.Context, log *zap.Logger, health *obs.Health, f func(context.Context) error) error {
+	backoff := 100 * time.Millisecond
+	for {
+		err := f(ctx)
+		if err == nil {
+			return nil
+		}
+		health.SetReady(false, "redis unreachable: "+err.Error())
+		log.Warn("redis not ready, retrying", zap.Error(err), zap.Duration("backoff", backoff))
+		select {
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// ensureMeta records in px:meta:{g} that projections exist (first start).
+func ensureMeta(ctx context.Context, rdb redis.UniversalClient, cfg config.Config, enabled []string) error {
+	key := projections.Keys{Prefix: cfg.Redis.KeyPrefix}.Meta()
+	ok, err := rdb.HSetNX(ctx, key, "status", "ready").Result()
+	if err != nil {
+		return fmt.Errorf("write %s: %w", key, err)
+	}
+	if ok {
+		err = rdb.HSet(ctx, key, "created_ms", time.Now().UnixMilli(), "group", cfg.Kafka.GroupID,
+			"time_zone", cfg.TimeZone, "projections", fmt.Sprint(enabled)).Err()
+		if err != nil {
+			return fmt.Errorf("write %s: %w", key, err)
+		}
+	}
+	return nil
+}
