@@ -1,0 +1,49 @@
+package testredis
+
+import "time"
+
+// Option changes how servers are started.
+type Option func(*config)
+
+// config is the set of choices made by Options.
+type config struct {
+	aof          bool
+	extraArgs    []string
+	readyTimeout time.Duration
+}
+
+// defaultConfig returns the configuration used when no Option is given.
+func defaultConfig() config {
+	return config{readyTimeout: 30 * time.Second}
+}
+
+// applyOptions folds opts into the default configuration.
+func applyOptions(opts []Option) config {
+	c := defaultConfig()
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// WithAOF turns on the append-only file (appendonly yes, appendfsync
+// everysec), so that data written before Stop survives Restart. Without it the
+// server persists nothing (appendonly no, save "").
+func WithAOF() Option {
+	return func(c *config) { c.aof = true }
+}
+
+// WithArgs appends raw redis-server command-line arguments, for example
+// WithArgs("--maxmemory", "64mb") or, for a cluster,
+// WithArgs("--cluster-node-timeout", "15000"). They come after the package's
+// own arguments and so override them.
+func WithArgs(args ...string) Option {
+	return func(c *config) { c.extraArgs = append(c.extraArgs, args...) }
+}
+
+// WithReadyTimeout sets how long a start waits for the server (or, for a
+// cluster, for cluster_state:ok on every node) before failing the test.
+// The default is 30s.
+func WithReadyTimeout(d time.Duration) Option {
+	return func(c *config) { c.readyTimeout = d }
+}
