@@ -1,0 +1,133 @@
+package projections
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"projector/pkg/events"
+)
+
+var now = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+func plan(t *testing.T, cfg Config, loc *time.Location, prefix string, ev events.Event) []Write {
+	t.Helper()
+	p, err := NewPlanner(cfg, loc, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Plan(ev, now, nil)
+}
+
+func keys(ws []Write) string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, w.Kind.String()+" "+w.Key)
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestViewWritesEveryViewProjection(t *testing.T) {
+	ts := time.Date(2026, 12, 2, 11, 15, 30, 0, time.UTC)
+	ev := events.Event{ID: "e1", Type: events.View, TS: ts.UnixMilli(), UserID: "42", ProductID: "p1", Device: "-", StoreID: "-"}
+	got := keys(plan(t, Defaults(), time.UTC, "shop:", ev))
+	want := strings.Join([]string{
+		"ZADDMAX shop:lv:{u:42}",
+		"ZADDMAX shop:hist:{u:42}",
+		"INCRBY shop:st:{u:42}:views:2026", "INCRBY shop:st:{g}:views:2026",
+		"INCRBY shop:st:{u:42}:views:2026-12", "INCRBY shop:st:{g}:views:2026-12",
+		"INCRBY shop:st:{u:42}:views:2026-12-02", "INCRBY shop:st:{g}:views:2026-12-02",
+		"INCRBY shop:st:{u:42}:views:2026-12-02T11", "INCRBY shop:st:{g}:views:2026-12-02T11",
+		"ZINCRBY shop:pv:{g}:2026-12-02",
+		"ZINCRBY shop:trend:{g}:2026-12-02T11:15",
+	}, "\n")
+	if got != want {
+		t.Errorf("writes:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestBucketsFollowTheTimeZone(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2026-12-02T03:30Z is 22:30 on Dec 1 in New York.
+	b := BucketsOf(time.Date(2026, 12, 2, 3, 30, 0, 0, time.UTC).UnixMilli(), ny)
+	if b.Day != "2026-12-01" || b.Hour != "2026-12-01T22" || b.Minute != "2026-12-01T22:30" {
+		t.Errorf("buckets = %+v", b)
+	}
+	if want := time.Date(2026, 12, 2, 0, 0, 0, 0, ny).UnixMilli(); b.DayEnd != want {
+		t.Errorf("day end = %d, want %d (local midnight)", b.DayEnd, want)
+	}
+	if want := time.Date(2026, 12, 1, 23, 0, 0, 0, ny).UnixMilli(); b.HourEnd != want {
+		t.Errorf("hour end = %d, want %d", b.HourEnd, want)
+	}
+}
+
+func TestOrderWrites(t *testing.T) {
+	ts := now.Add(-time.Minute)
+	ev := events.Event{ID: "o1", Type: events.Order, TS: ts.UnixMilli(), UserID: "42",
+		Items: []events.Item{{ProductID: "p1", Quantity: 2, PriceCents: 0}, {ProductID: "p2", Quantity: 1, PriceCents: 0}}}
+	ws := plan(t, Defaults(), time.UTC, "", ev)
+	var doc string
+	for _, w := range ws {
+		if strings.Contains(w.Key, "revenue_cents") {
+			t.Errorf("zero revenue wrote %s", w.Key)
+		}
+		if w.Kind == SetValue {
+			doc = w.Value
+			if w.ExpireAt != ts.Add(90*Day).UnixMilli() {
+				t.Errorf("order expiry %d", w.ExpireAt)
+			}
+		}
+	}
+	want := fmt.Sprintf(`{"id":"o1","user_id":"42","ts":%d,"items":[{"product_id":"p1","quantity":2,"price_cents":0},{"product_id":"p2","quantity":1,"price_cents":0}],"total_cents":0}`, ts.UnixMilli())
+	if doc != want {
+		t.Errorf("order doc %s\nwant %s", doc, want)
+	}
+}
+
+func TestExpiredWritesAreLeftOut(t *testing.T) {
+	old := now.Add(-10 * Day) // trending (2h), recent (1h), hour stats (8d), bestsellers (8d) expired
+	ev := events.Event{ID: "o1", Type: events.Order, TS: old.UnixMilli(), UserID: "42",
+		Items: []events.Item{{ProductID: "p1", Quantity: 1, PriceCents: 5}}}
+	for _, w := range plan(t, Defaults(), time.UTC, "", ev) {
+		if w.ExpireAt != 0 && w.ExpireAt <= now.UnixMilli() {
+			t.Errorf("write %s %s expires in the past", w.Kind, w.Key)
+		}
+		if strings.HasPrefix(w.Key, "best:") || strings.HasPrefix(w.Key, "recent:") || strings.HasSuffix(w.Key, "T"+old.Format("15")) {
+			t.Errorf("expired key written: %s", w.Key)
+		}
+	}
+}
+
+func TestScopedHistoryAndClear(t *testing.T) {
+	cfg := Defaults()
+	cfg.History.Scope = []string{"device", "store"}
+	ts := now.Add(-time.Hour).UnixMilli()
+	v := events.Event{ID: "e1", Type: events.View, TS: ts, UserID: "42", ProductID: "p1", Device: "ios", StoreID: "s1"}
+	got := keys(plan(t, cfg, time.UTC, "", v))
+	if !strings.Contains(got, "SADD px:hk:{u:42}\nZADDMAX hist:{u:42}:ios:s1") {
+		t.Errorf("scoped view writes:\n%s", got)
+	}
+	c := events.Event{ID: "c1", Type: events.HistoryCleared, TS: ts, UserID: "42"}
+	ws := plan(t, cfg, time.UTC, "", c)
+	if len(ws) != 3 || ws[1].Kind != SetMax || ws[2].Registry != "px:hk:{u:42}" {
+		t.Errorf("clear writes: %+v", ws)
+	}
+	if ws[1].ExpireAt != ts+(90*Day).Milliseconds() {
+		t.Errorf("histclr expiry uses the longer retention: %d", ws[1].ExpireAt)
+	}
+}
+
+func TestDisabledProjectionsWriteNothing(t *testing.T) {
+	var cfg Config // all off
+	cfg.Stats = Defaults().Stats
+	cfg.Stats.Granularities = []string{"day"}
+	ev := events.Event{ID: "e1", Type: events.Click, TS: now.UnixMilli(), UserID: "42"}
+	got := keys(plan(t, cfg, time.UTC, "", ev))
+	if got != "INCRBY st:{u:42}:clicks:2026-12-02\nINCRBY st:{g}:clicks:2026-12-02" {
+		t.Errorf("writes:\n%s", got)
+	}
+}
