@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -63,7 +64,7 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 		if err := applier.LoadScript(ctx); err != nil {
 			return err
 		}
-		return ensureMeta(ctx, rdb, cfg, planner.Enabled())
+		return nil
 	}); err != nil {
 		return err
 	}
@@ -73,9 +74,11 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 	c := consumer.New(consumer.Options{
 		Brokers: cfg.Kafka.Brokers, GroupID: cfg.Kafka.GroupID, Topics: cfg.Kafka.Topics, DLQTopic: cfg.Kafka.DLQTopic,
 		MaxRecordBytes: cfg.Kafka.MaxRecordBytes, MaxEvents: cfg.Batch.MaxEvents, MaxWait: cfg.Batch.MaxWait,
-	}, applier, apply.NewDLQMarks(rdb, cfg.Redis.KeyPrefix), m, health, log.Named("consumer"))
+		MetaKey: projections.Keys{Prefix: cfg.Redis.KeyPrefix}.Meta(),
+		MetaInfo: map[string]string{"group": cfg.Kafka.GroupID, "time_zone": cfg.TimeZone,
+			"projections": strings.Join(planner.Enabled(), ",")},
+	}, applier, applier, apply.NewDLQMarks(rdb, cfg.Redis.KeyPrefix), m, health, log.Named("consumer"))
 	go consumer.MonitorLag(ctx, cfg.Kafka.Brokers, cfg.Kafka.GroupID, cfg.Kafka.Topics, m, log.Named("lag"))
-	health.SetReady(true, "")
 	err = c.Run(ctx)
 	health.SetReady(false, "stopping")
 	return err
@@ -98,21 +101,4 @@ func waitRedis(ctx context.Context, log *zap.Logger, health *obs.Health, f func(
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
-}
-
-// ensureMeta records in px:meta:{g} that projections exist (first start).
-func ensureMeta(ctx context.Context, rdb redis.UniversalClient, cfg config.Config, enabled []string) error {
-	key := projections.Keys{Prefix: cfg.Redis.KeyPrefix}.Meta()
-	ok, err := rdb.HSetNX(ctx, key, "status", "ready").Result()
-	if err != nil {
-		return fmt.Errorf("write %s: %w", key, err)
-	}
-	if ok {
-		err = rdb.HSet(ctx, key, "created_ms", time.Now().UnixMilli(), "group", cfg.Kafka.GroupID,
-			"time_zone", cfg.TimeZone, "projections", fmt.Sprint(enabled)).Err()
-		if err != nil {
-			return fmt.Errorf("write %s: %w", key, err)
-		}
-	}
-	return nil
 }

@@ -69,6 +69,9 @@ type Options struct {
 	KeyPrefix string
 	// Now is the clock.
 	Now func() time.Time
+	// IgnoreMeta applies batches whatever px:meta:{g} says (the replayer,
+	// which owns the meta status while it rebuilds).
+	IgnoreMeta bool
 }
 
 // Applier applies batches of records to Redis.
@@ -184,6 +187,21 @@ func (a *Applier) plan(recs []Record, wms map[string]string, now time.Time, res 
 		groups[ev.UserID] = append(groups[ev.UserID], it)
 	}
 	return groups, order
+}
+
+// NotReadyError says the meta hash px:meta:{g} is missing (Redis lost its
+// data, or was never initialised) or not "ready" (a replay is running): the
+// batch was not completed and must not be committed.
+type NotReadyError struct {
+	// Status is the meta status ("" when the hash is missing).
+	Status string
+}
+
+func (e *NotReadyError) Error() string {
+	if e.Status == "" {
+		return "redis holds no projector meta hash (px:meta:{g}): data lost or never initialised"
+	}
+	return "projections not ready: meta status " + e.Status
 }
 
 // isNoScript reports whether err says the script is not loaded on a node.

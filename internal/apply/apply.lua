@@ -5,6 +5,8 @@
 --   If any marker exists, nothing is written and {0, i1, v1, i2, v2, ...} is returned
 --   (i: 1-based marker index, v: stored origin). Otherwise all markers are set.
 -- mode g: ARGV[2]=watermark hash, ARGV[3]=n, then n x (field, firstOffset, lastOffset).
+--   KEYS[2], when given, is the meta hash: unless its status is "ready", nothing is written and
+--   {-1, status} is returned (Redis lost its data, or a replay is running).
 --   If any stored watermark >= its firstOffset, nothing is written and
 --   {0, i1, wm1, ...} is returned. Otherwise the fields are set to lastOffset.
 -- Then the write program: 9 values per write:
@@ -43,6 +45,12 @@ if mode == 'u' then
   end
   i = i + n * 4
 else
+  if KEYS[2] then
+    local status = redis.call('HGET', KEYS[2], 'status')
+    if status ~= 'ready' then
+      return {-1, status or ''}
+    end
+  end
   local wmKey = ARGV[2]
   n = tonumber(ARGV[3])
   i = 4

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -24,6 +25,9 @@ func newTestApplier(t *testing.T, rdb redis.UniversalClient, cfg projections.Con
 	}
 	a := New(rdb, p, Options{Window: 24 * time.Hour, Location: time.UTC, Now: func() time.Time { return testNow }})
 	if err := a.LoadScript(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.InitMeta(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	return a
@@ -202,5 +206,25 @@ func TestApplyOnMiniredis(t *testing.T) {
 	lv, _ := mr.ZMembers("lv:{u:u1}")
 	if fmt.Sprint(lv) != "[p2]" {
 		t.Errorf("lv = %v, want [p2] (p1 cleared)", lv)
+	}
+}
+
+// Without the meta hash (Redis lost its data) a batch is not completed.
+func TestApplyRefusesWithoutMeta(t *testing.T) {
+	srv := testredis.StartStandalone(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	a := newTestApplier(t, rdb, projections.Defaults())
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	recs, ranges := batch(0, view("e1", "u1", "p1", testNow.Add(-time.Hour)))
+	_, err := a.Apply(ctx, recs, ranges)
+	var nr *NotReadyError
+	if !errors.As(err, &nr) || nr.Status != "" {
+		t.Fatalf("Apply after FLUSHALL: %v, want NotReadyError", err)
+	}
+	if n := rdb.Exists(ctx, "px:wm:{g}").Val(); n != 0 {
+		t.Errorf("watermark written although Redis lost its data")
 	}
 }

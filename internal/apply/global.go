@@ -44,9 +44,17 @@ func (a *Applier) applyGlobal(ctx context.Context, done []*item, ranges []Range,
 		}
 		args = appendWrites(args, Coalesce(ws))
 		res.GlobalCalls++
-		vals, err := a.script.Run(ctx, a.rdb, []string{wmKey}, args...).Slice()
+		keys := []string{wmKey, a.keys.Meta()}
+		if a.opts.IgnoreMeta {
+			keys = keys[:1]
+		}
+		vals, err := a.script.Run(ctx, a.rdb, keys, args...).Slice()
 		if err != nil {
 			return fmt.Errorf("apply global writes: %w", err)
+		}
+		if ok, _ := vals[0].(int64); ok == -1 {
+			status, _ := vals[1].(string)
+			return &NotReadyError{Status: status}
 		}
 		if ok, _ := vals[0].(int64); ok == 1 {
 			if len(vals) > 1 {

@@ -26,6 +26,10 @@ type Options struct {
 	MaxRecordBytes int
 	MaxEvents      int
 	MaxWait        time.Duration
+	// MetaKey names px:meta:{g} (with the key prefix) in log lines.
+	MetaKey string
+	// MetaInfo is recorded in px:meta:{g} when a first start creates it.
+	MetaInfo map[string]string
 	// ShutdownGrace bounds how long a batch in flight may still retry Redis
 	// after the context ends (default 30s); past it the batch is left uncommitted.
 	ShutdownGrace time.Duration
@@ -51,14 +55,16 @@ type Consumer struct {
 	reader  *kafka.Reader
 	dlq     *kafka.Writer
 	applier Applier
+	meta    Meta
 	gate    DLQGate
+	ready   readiness
 	metrics *obs.Metrics
 	health  *obs.Health
 	log     *zap.Logger
 }
 
 // New builds a consumer; Run starts it.
-func New(opts Options, applier Applier, gate DLQGate, m *obs.Metrics, h *obs.Health, log *zap.Logger) *Consumer {
+func New(opts Options, applier Applier, meta Meta, gate DLQGate, m *obs.Metrics, h *obs.Health, log *zap.Logger) *Consumer {
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = 30 * time.Second
 	}
@@ -78,6 +84,7 @@ func New(opts Options, applier Applier, gate DLQGate, m *obs.Metrics, h *obs.Hea
 		RebalanceTimeout:  10 * time.Second,
 		ReadBackoffMin:    50 * time.Millisecond,
 		ReadBackoffMax:    500 * time.Millisecond,
+		Logger:            kafka.LoggerFunc(log.Sugar().Named("kafka").Debugf),
 		ErrorLogger:       kafka.LoggerFunc(log.Sugar().Named("kafka").Warnf),
 	})
 	w := &kafka.Writer{
@@ -89,13 +96,17 @@ func New(opts Options, applier Applier, gate DLQGate, m *obs.Metrics, h *obs.Hea
 		BatchBytes:             int64(maxBytes),
 		AllowAutoTopicCreation: true,
 	}
-	return &Consumer{opts: opts, reader: r, dlq: w, applier: applier, gate: gate, metrics: m, health: h, log: log}
+	return &Consumer{opts: opts, reader: r, dlq: w, applier: applier, meta: meta, gate: gate, metrics: m, health: h, log: log}
 }
 
 // Run consumes until ctx ends, then finishes the batch in flight, commits it
 // and returns nil. It returns an error only when it cannot go on.
 func (c *Consumer) Run(ctx context.Context) error {
 	defer c.close()
+	if err := c.waitReady(ctx); err != nil {
+		return nil
+	}
+	go c.watchMeta(ctx)
 	c.log.Info("consuming", zap.Strings("topics", c.opts.Topics), zap.String("group", c.opts.GroupID),
 		zap.Int("batch_max_events", c.opts.MaxEvents), zap.Duration("batch_max_wait", c.opts.MaxWait))
 	for {

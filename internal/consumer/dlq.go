@@ -12,14 +12,14 @@ import (
 // deadLetter publishes poison records to the dead-letter topic (same key and
 // value, headers error, source-topic, source-partition, source-offset), except
 // those an earlier delivery of the batch already published.
-func (c *Consumer) deadLetter(ctx context.Context, bad []poison) error {
+func (c *Consumer) deadLetter(ctx context.Context, bad []Poison) error {
 	if len(bad) == 0 {
 		return nil
 	}
 	var fields []string
 	seen := map[string]bool{}
 	for _, p := range bad {
-		f := field(p.msg.Topic, p.msg.Partition)
+		f := field(p.Msg.Topic, p.Msg.Partition)
 		if !seen[f] {
 			seen[f] = true
 			fields = append(fields, f)
@@ -32,20 +32,20 @@ func (c *Consumer) deadLetter(ctx context.Context, bad []poison) error {
 	var out []kafka.Message
 	marks := map[string]int64{}
 	for _, p := range bad {
-		f := field(p.msg.Topic, p.msg.Partition)
-		if d, ok := done[f]; ok && p.msg.Offset <= d {
+		f := field(p.Msg.Topic, p.Msg.Partition)
+		if d, ok := done[f]; ok && p.Msg.Offset <= d {
 			continue
 		}
-		m := p.msg
+		m := p.Msg
 		out = append(out, kafka.Message{Key: m.Key, Value: m.Value, Headers: []kafka.Header{
-			{Key: "error", Value: []byte(p.reason)},
+			{Key: "error", Value: []byte(p.Reason)},
 			{Key: "source-topic", Value: []byte(m.Topic)},
 			{Key: "source-partition", Value: []byte(strconv.Itoa(m.Partition))},
 			{Key: "source-offset", Value: []byte(strconv.FormatInt(m.Offset, 10))},
 		}})
 		marks[f] = max(marks[f], m.Offset)
 		c.log.Warn("poison record dead-lettered", zap.String("topic", m.Topic), zap.Int("partition", m.Partition),
-			zap.Int64("offset", m.Offset), zap.String("reason", p.reason))
+			zap.Int64("offset", m.Offset), zap.String("reason", p.Reason))
 	}
 	if len(out) == 0 {
 		return nil

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -13,17 +14,17 @@ import (
 	"projector/pkg/events"
 )
 
-// poison is a record that is not a valid event, and why.
-type poison struct {
-	msg    kafka.Message
-	reason string
+// Poison is a record that is not a valid event, and why.
+type Poison struct {
+	Msg    kafka.Message
+	Reason string
 }
 
 // Split decodes a batch: valid events become apply records, the rest poison;
 // ranges cover every record of each partition.
-func split(msgs []kafka.Message, maxBytes int) ([]apply.Record, []poison, []apply.Range) {
+func Split(msgs []kafka.Message, maxBytes int) ([]apply.Record, []Poison, []apply.Range) {
 	recs := make([]apply.Record, 0, len(msgs))
-	var bad []poison
+	var bad []Poison
 	idx := map[string]int{}
 	var ranges []apply.Range
 	for _, m := range msgs {
@@ -36,12 +37,12 @@ func split(msgs []kafka.Message, maxBytes int) ([]apply.Record, []poison, []appl
 			ranges = append(ranges, apply.Range{Topic: m.Topic, Partition: m.Partition, First: m.Offset, Last: m.Offset})
 		}
 		if err := events.CheckSize(len(m.Value), maxBytes); err != nil {
-			bad = append(bad, poison{m, err.Error()})
+			bad = append(bad, Poison{m, err.Error()})
 			continue
 		}
 		ev, err := events.Decode(m.Value)
 		if err != nil {
-			bad = append(bad, poison{m, err.Error()})
+			bad = append(bad, Poison{m, err.Error()})
 			continue
 		}
 		recs = append(recs, apply.Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Event: ev})
@@ -55,18 +56,31 @@ func field(topic string, partition int) string { return topic + ":" + strconv.It
 // dead-letter topic with backoff; after ctx ends it retries for ShutdownGrace more.
 func (c *Consumer) process(ctx context.Context, msgs []kafka.Message) error {
 	start := time.Now()
-	recs, bad, ranges := split(msgs, c.opts.MaxRecordBytes)
+	recs, bad, ranges := Split(msgs, c.opts.MaxRecordBytes)
 	wctx, cancel := c.workContext(ctx)
 	defer cancel()
 	if err := c.retry(wctx, "dead-letter", func(ctx context.Context) error { return c.deadLetter(ctx, bad) }); err != nil {
 		return err
 	}
 	var res apply.Result
-	if err := c.retry(wctx, "apply", func(ctx context.Context) error {
-		var err error
-		res, err = c.applier.Apply(ctx, recs, ranges)
-		return err
+	if err := c.retry(wctx, "apply", func(wctx context.Context) error {
+		for {
+			var err error
+			res, err = c.applier.Apply(wctx, recs, ranges)
+			var nr *apply.NotReadyError
+			if !errors.As(err, &nr) {
+				return err
+			}
+			c.report(nr.Status)
+			if err := c.waitReady(ctx); err != nil {
+				return err
+			}
+		}
 	}); err != nil {
+		if errors.Is(err, errShutdown) {
+			c.log.Warn("stopping with a batch not applied: it stays uncommitted")
+			return nil
+		}
 		return err
 	}
 	c.observe(recs, bad, res)
@@ -93,6 +107,9 @@ func (c *Consumer) retry(ctx context.Context, what string, f func(context.Contex
 	backoff := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := f(ctx)
+		if errors.Is(err, errShutdown) {
+			return err
+		}
 		if err == nil {
 			if attempt > 1 {
 				c.log.Info("recovered", zap.String("step", what), zap.Int("attempts", attempt))
@@ -137,7 +154,7 @@ func (c *Consumer) commit(ctx context.Context, msgs []kafka.Message) error {
 }
 
 // observe counts a batch's outcomes.
-func (c *Consumer) observe(recs []apply.Record, bad []poison, res apply.Result) {
+func (c *Consumer) observe(recs []apply.Record, bad []Poison, res apply.Result) {
 	var newest int64
 	for i, r := range recs {
 		t := string(r.Event.Type)

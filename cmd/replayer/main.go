@@ -1,0 +1,80 @@
+// Command replayer rebuilds projector's Redis projections from the event log
+// in Kafka after Redis lost its data, then hands over to the consumers.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"projector/internal/config"
+	"projector/internal/obs"
+	"projector/internal/replay"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+}
+
+// run returns the exit code: 0 done, 2 bad configuration or flags, 1 refused or failed.
+func run(args, environ []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("replayer", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fl := config.Register(fs)
+	projs := fs.StringSlice("projections", nil, "projections to rebuild (default: all enabled ones)")
+	wipe := fs.Bool("wipe", false, "delete the selected projections' keys first (needs --yes)")
+	yes := fs.Bool("yes", false, "confirm --wipe")
+	dry := fs.Bool("dry-run", false, "only say what would be read and written")
+	to := fs.String("to", "committed", "replay up to the group's committed offsets, or to the 'latest' offsets (then committed for the group)")
+	partial := fs.Bool("allow-partial", false, "rebuild even though Kafka no longer holds the beginning of the log")
+	batch := fs.Int("batch", 5000, "records applied per batch")
+	if err := fs.Parse(args); err != nil {
+		if err == pflag.ErrHelp {
+			return 0
+		}
+		fmt.Fprintln(stderr, "config:", err)
+		return 2
+	}
+	if *to != "committed" && *to != "latest" {
+		fmt.Fprintf(stderr, "config: --to: must be committed or latest (got %q)\n", *to)
+		return 2
+	}
+	if *wipe && !*yes && !*dry {
+		fmt.Fprintln(stderr, "config: --wipe: deletes keys; confirm with --yes")
+		return 2
+	}
+	cfg, err := config.Load(fl, environ)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return config.ExitCode(err)
+	}
+	if cfg.Embedded {
+		fmt.Fprintln(stderr, "config: kafka.brokers: the replayer needs the brokers and Redis of the consumers (no embedded mode)")
+		return 2
+	}
+	log, err := obs.NewLogger(cfg.Log.Level, cfg.Log.Format, obs.IsTerminal(os.Stderr))
+	if err != nil {
+		fmt.Fprintln(stderr, "config: log:", err)
+		return 2
+	}
+	defer func() { _ = log.Sync() }()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	sum, err := replay.Run(ctx, cfg, replay.Options{Projections: *projs, ToLatest: *to == "latest", AllowPartial: *partial,
+		DryRun: *dry, BatchSize: *batch, Progress: os.Stdout, Terminal: obs.IsTerminal(os.Stdout)}, log)
+	if err != nil {
+		log.Error("replay failed", zap.Error(err))
+		fmt.Fprintln(stderr, "replayer:", err)
+		return 1
+	}
+	if !*dry {
+		fmt.Fprintln(stdout, sum.String())
+	}
+	return 0
+}

@@ -1,0 +1,49 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Meta statuses of px:meta:{g}.
+const (
+	StatusReady      = "ready"
+	StatusRebuilding = "rebuilding"
+)
+
+// MetaStatus returns the status field of px:meta:{g} ("" when the hash is missing).
+func (a *Applier) MetaStatus(ctx context.Context) (string, error) {
+	s, err := a.rdb.HGet(ctx, a.keys.Meta(), "status").Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", a.keys.Meta(), err)
+	}
+	return s, nil
+}
+
+// InitMeta creates px:meta:{g} with status ready unless it exists; info fields
+// (group, time zone, projections) are recorded beside it. It reports whether
+// it created the hash.
+func (a *Applier) InitMeta(ctx context.Context, info map[string]string) (bool, error) {
+	key := a.keys.Meta()
+	created, err := a.rdb.HSetNX(ctx, key, "status", StatusReady).Result()
+	if err != nil {
+		return false, fmt.Errorf("write %s: %w", key, err)
+	}
+	if !created {
+		return false, nil
+	}
+	vals := []any{"created_ms", a.opts.Now().UnixMilli()}
+	for k, v := range info {
+		vals = append(vals, k, v)
+	}
+	if err := a.rdb.HSet(ctx, key, vals...).Err(); err != nil {
+		return true, fmt.Errorf("write %s: %w", key, err)
+	}
+	return true, nil
+}

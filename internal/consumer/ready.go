@@ -1,0 +1,142 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
+	"projector/internal/apply"
+)
+
+// Meta is the part of the applier that reads and creates px:meta:{g}.
+type Meta interface {
+	MetaStatus(ctx context.Context) (string, error)
+	InitMeta(ctx context.Context, info map[string]string) (bool, error)
+}
+
+// errShutdown ends a wait for readiness because the consumer is stopping.
+var errShutdown = errors.New("shutting down while projections are not ready")
+
+// readiness tracks whether Redis holds usable projections (SPEC section 6).
+type readiness struct {
+	mu   sync.Mutex
+	lost bool
+}
+
+// checkMeta looks at px:meta:{g} once. It creates the hash when it is missing
+// and the group has never committed (a first start); it reports data loss when
+// it is missing and the group has committed offsets. It returns the status.
+func (c *Consumer) checkMeta(ctx context.Context) (string, error) {
+	status, err := c.meta.MetaStatus(ctx)
+	if err != nil {
+		return "", err
+	}
+	if status == "" {
+		committed, err := c.groupHasCommits(ctx)
+		if err != nil {
+			return "", err
+		}
+		if !committed {
+			if _, err := c.meta.InitMeta(ctx, c.opts.MetaInfo); err != nil {
+				return "", err
+			}
+			c.log.Info("first start: created the projections meta hash")
+			status = apply.StatusReady
+		}
+	}
+	c.report(status)
+	return status, nil
+}
+
+// report updates the data-lost metric, readiness and the log on a status change.
+func (c *Consumer) report(status string) {
+	c.ready.mu.Lock()
+	defer c.ready.mu.Unlock()
+	switch status {
+	case apply.StatusReady:
+		if c.ready.lost {
+			c.log.Info("projections are ready again: resuming from the committed offsets")
+		}
+		c.ready.lost = false
+		c.metrics.RedisDataLost.Set(0)
+	case "":
+		if !c.ready.lost {
+			c.log.Error(fmt.Sprintf("Redis lost its data: %s is missing while group %q has committed offsets; "+
+				"stopped applying and committing. Rebuild with `replayer` (same configuration); consumers resume on their own afterwards",
+				c.opts.MetaKey, c.opts.GroupID))
+		}
+		c.ready.lost = true
+		c.metrics.RedisDataLost.Set(1)
+		c.health.SetReady(false, "redis lost its data: run replayer")
+	default:
+		c.health.SetReady(false, "projections status "+status+": waiting for the replay to finish")
+	}
+}
+
+// waitReady blocks until px:meta:{g} says ready, polling every 2 seconds.
+func (c *Consumer) waitReady(ctx context.Context) error {
+	for {
+		status, err := c.checkMeta(ctx)
+		if err == nil && status == apply.StatusReady {
+			c.health.SetReady(true, "")
+			return nil
+		}
+		if err != nil {
+			c.log.Warn("check projections meta", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return errShutdown
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// watchMeta checks px:meta:{g} every few seconds, so an idle consumer reports
+// data loss too.
+func (c *Consumer) watchMeta(ctx context.Context) {
+	t := time.NewTicker(3 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := c.checkMeta(ctx); err != nil && ctx.Err() == nil {
+				c.log.Debug("check projections meta", zap.Error(err))
+			}
+		}
+	}
+}
+
+// groupHasCommits reports whether the group committed an offset for any partition of its topics.
+func (c *Consumer) groupHasCommits(ctx context.Context) (bool, error) {
+	client := &kafka.Client{Addr: kafka.TCP(c.opts.Brokers...), Timeout: 10 * time.Second}
+	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: c.opts.Topics})
+	if err != nil {
+		return false, fmt.Errorf("read topic metadata: %w", err)
+	}
+	parts := map[string][]int{}
+	for _, t := range meta.Topics {
+		for _, p := range t.Partitions {
+			parts[t.Name] = append(parts[t.Name], p.ID)
+		}
+	}
+	res, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: c.opts.GroupID, Topics: parts})
+	if err != nil {
+		return false, fmt.Errorf("read committed offsets of group %s: %w", c.opts.GroupID, err)
+	}
+	for _, ps := range res.Topics {
+		for _, p := range ps {
+			if p.CommittedOffset >= 0 {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}

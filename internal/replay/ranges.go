@@ -1,0 +1,196 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"projector/internal/apply"
+	"projector/internal/config"
+	"projector/internal/consumer"
+)
+
+// span is the part of one partition the replay reads: [First, End).
+type span struct {
+	Topic     string
+	Partition int
+	First     int64
+	End       int64
+}
+
+// ranges is the replay plan.
+type ranges []span
+
+func (r ranges) total() int64 {
+	var n int64
+	for _, s := range r {
+		n += max(s.End-s.First, 0)
+	}
+	return n
+}
+
+// gaps lists partitions whose earliest retained offset is above 0.
+func (r ranges) gaps() []string {
+	var out []string
+	for _, s := range r {
+		if s.First > 0 {
+			out = append(out, fmt.Sprintf("%s/%d starts at offset %d", s.Topic, s.Partition, s.First))
+		}
+	}
+	return out
+}
+
+func (r ranges) String() string {
+	var parts []string
+	for _, s := range r {
+		parts = append(parts, fmt.Sprintf("%s/%d:[%d,%d)", s.Topic, s.Partition, s.First, s.End))
+	}
+	return strings.Join(parts, " ")
+}
+
+// planRanges reads, for every partition of the topics, the earliest offset and
+// the group's committed offset (or, toLatest, the end of the partition).
+func planRanges(ctx context.Context, cfg config.Config, toLatest bool) (ranges, error) {
+	client := &kafka.Client{Addr: kafka.TCP(cfg.Kafka.Brokers...), Timeout: 10 * time.Second}
+	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: cfg.Kafka.Topics})
+	if err != nil {
+		return nil, fmt.Errorf("read topic metadata: %w", err)
+	}
+	parts := map[string][]int{}
+	req := map[string][]kafka.OffsetRequest{}
+	for _, t := range meta.Topics {
+		if t.Error != nil {
+			return nil, fmt.Errorf("topic %s: %w", t.Name, t.Error)
+		}
+		for _, p := range t.Partitions {
+			parts[t.Name] = append(parts[t.Name], p.ID)
+			req[t.Name] = append(req[t.Name], kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
+		}
+	}
+	offs, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: req})
+	if err != nil {
+		return nil, fmt.Errorf("list offsets: %w", err)
+	}
+	committed, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: cfg.Kafka.GroupID, Topics: parts})
+	if err != nil {
+		return nil, fmt.Errorf("read committed offsets of group %s: %w", cfg.Kafka.GroupID, err)
+	}
+	var out ranges
+	for topic, ps := range offs.Topics {
+		for _, p := range ps {
+			if p.Error != nil {
+				return nil, fmt.Errorf("offsets of %s/%d: %w", topic, p.Partition, p.Error)
+			}
+			end := p.LastOffset
+			if !toLatest {
+				end = p.FirstOffset // never committed: the consumers start from the beginning
+				for _, c := range committed.Topics[topic] {
+					if c.Partition == p.Partition && c.CommittedOffset >= 0 {
+						end = c.CommittedOffset
+					}
+				}
+			}
+			out = append(out, span{Topic: topic, Partition: p.Partition, First: p.FirstOffset, End: end})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out, nil
+}
+
+// readAndApply reads each span in order and applies it in batches.
+func readAndApply(ctx context.Context, cfg config.Config, plan ranges, batch int, a *apply.Applier, sum *Summary, prog *progress) error {
+	for _, s := range plan {
+		if s.End <= s.First {
+			continue
+		}
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Kafka.Brokers, Topic: s.Topic, Partition: s.Partition,
+			MinBytes: 1, MaxBytes: max(10<<20, 2*cfg.Kafka.MaxRecordBytes+(1<<20)), MaxWait: 250 * time.Millisecond})
+		if err := r.SetOffset(s.First); err != nil {
+			r.Close()
+			return fmt.Errorf("seek %s/%d to %d: %w", s.Topic, s.Partition, s.First, err)
+		}
+		err := readSpan(ctx, r, s, batch, cfg.Kafka.MaxRecordBytes, a, sum, prog)
+		r.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readSpan(ctx context.Context, r *kafka.Reader, s span, batch, maxBytes int, a *apply.Applier, sum *Summary, prog *progress) error {
+	msgs := make([]kafka.Message, 0, batch)
+	flush := func() error {
+		if len(msgs) == 0 {
+			return nil
+		}
+		recs, bad, rgs := consumer.Split(msgs, maxBytes)
+		res, err := a.Apply(ctx, recs, rgs)
+		if err != nil {
+			return fmt.Errorf("apply %s/%d up to offset %d: %w", s.Topic, s.Partition, msgs[len(msgs)-1].Offset, err)
+		}
+		for i, rec := range recs {
+			switch res.Outcomes[i] {
+			case apply.Applied:
+				sum.ByType[string(rec.Event.Type)]++
+			case apply.Duplicate:
+				sum.Duplicates++
+			}
+		}
+		sum.Poison += int64(len(bad))
+		sum.Writes += res.Writes
+		sum.Events += int64(len(msgs))
+		prog.add(int64(len(msgs)))
+		msgs = msgs[:0]
+		return nil
+	}
+	for {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			return fmt.Errorf("read %s/%d: %w", s.Topic, s.Partition, err)
+		}
+		if m.Offset >= s.End {
+			return flush()
+		}
+		msgs = append(msgs, m)
+		if len(msgs) >= batch || m.Offset == s.End-1 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if m.Offset >= s.End-1 {
+			return nil
+		}
+	}
+}
+
+// commitOffsets commits the end of every span for the group (--to latest).
+// Kafka accepts it only while the group has no active member.
+func commitOffsets(ctx context.Context, cfg config.Config, plan ranges) error {
+	client := &kafka.Client{Addr: kafka.TCP(cfg.Kafka.Brokers...), Timeout: 10 * time.Second}
+	topics := map[string][]kafka.OffsetCommit{}
+	for _, s := range plan {
+		topics[s.Topic] = append(topics[s.Topic], kafka.OffsetCommit{Partition: s.Partition, Offset: s.End})
+	}
+	res, err := client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{GroupID: cfg.Kafka.GroupID, GenerationID: -1, Topics: topics})
+	if err != nil {
+		return fmt.Errorf("commit replayed offsets for group %s (stop the consumers first): %w", cfg.Kafka.GroupID, err)
+	}
+	for topic, ps := range res.Topics {
+		for _, p := range ps {
+			if p.Error != nil {
+				return fmt.Errorf("commit %s/%d for group %s (stop the consumers first): %w", topic, p.Partition, cfg.Kafka.GroupID, p.Error)
+			}
+		}
+	}
+	return nil
+}

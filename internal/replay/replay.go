@@ -1,0 +1,193 @@
+// Package replay rebuilds projections from the canonical event log in Kafka
+// after Redis lost data (SPEC section 6), with the consumer's own planner and
+// applier, and hands over to the consumers through the watermarks it leaves.
+package replay
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"projector/internal/apply"
+	"projector/internal/config"
+	"projector/pkg/projections"
+)
+
+// Options are the replayer's own flags.
+type Options struct {
+	// Projections to rebuild (nil: all enabled ones).
+	Projections []string
+	// ToLatest replays to the end of the log and commits it for the group.
+	ToLatest bool
+	// AllowPartial accepts a log whose beginning Kafka no longer holds.
+	AllowPartial bool
+	// DryRun only says what would be read and written.
+	DryRun bool
+	// BatchSize is the number of records applied per batch.
+	BatchSize int
+	// Progress receives progress lines (a terminal bar when Terminal).
+	Progress *os.File
+	Terminal bool
+}
+
+// Summary is what a replay did.
+type Summary struct {
+	Events     int64
+	ByType     map[string]int64
+	Duplicates int64
+	Poison     int64
+	Writes     int64
+	Wiped      int64
+	Duration   time.Duration
+}
+
+// String formats the final summary.
+func (s Summary) String() string {
+	var types []string
+	for t, n := range s.ByType {
+		types = append(types, fmt.Sprintf("%s=%d", t, n))
+	}
+	return fmt.Sprintf("replayed %d records in %v (%.0f ev/s): applied {%s}, duplicates %d, poison %d, writes %d, keys wiped first %d",
+		s.Events, s.Duration.Round(time.Millisecond), float64(s.Events)/max(s.Duration.Seconds(), 1e-9),
+		strings.Join(types, " "), s.Duplicates, s.Poison, s.Writes, s.Wiped)
+}
+
+// Run rebuilds after Redis lost its data. It refuses (with an error saying
+// why) when nothing was lost, when another replayer runs, or when Kafka no
+// longer holds the beginning of the log (unless AllowPartial).
+func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) (Summary, error) {
+	start := time.Now()
+	sum := Summary{ByType: map[string]int64{}}
+	if opts.BatchSize < 1 {
+		opts.BatchSize = 5000
+	}
+	sel, err := selectProjections(cfg.Projections, opts.Projections)
+	if err != nil {
+		return sum, err
+	}
+	rdb := newRedis(cfg.Redis)
+	defer rdb.Close()
+	keys := projections.Keys{Prefix: cfg.Redis.KeyPrefix}
+	status, err := rdb.HGet(ctx, keys.Meta(), "status").Result()
+	if err != nil && err != redis.Nil {
+		return sum, fmt.Errorf("read %s: %w", keys.Meta(), err)
+	}
+	if status == apply.StatusReady {
+		return sum, fmt.Errorf("refusing: %s says status ready, so Redis did not lose its data; rebuilding one projection while consumers run (--projections) is not implemented yet", keys.Meta())
+	}
+	plan, err := planRanges(ctx, cfg, opts.ToLatest)
+	if err != nil {
+		return sum, err
+	}
+	if gaps := plan.gaps(); len(gaps) > 0 && !opts.AllowPartial {
+		return sum, fmt.Errorf("refusing: Kafka no longer holds the beginning of the log (%s); the rebuilt projections would miss those events; pass --allow-partial to rebuild from what is left", strings.Join(gaps, ", "))
+	}
+	names := selected(sel).enabledNames()
+	if all := selected(cfg.Projections).enabledNames(); len(names) != len(all) {
+		return sum, fmt.Errorf("refusing: after Redis lost its data every enabled projection (%s) is rebuilt; --projections selects a subset only for a single-projection rebuild, which is not implemented yet", strings.Join(all, ","))
+	}
+	log.Info("replay plan", zap.Strings("projections", names), zap.Int64("records", plan.total()), zap.String("ranges", plan.String()))
+	if opts.DryRun {
+		fmt.Fprintf(opts.Progress, "dry run: would wipe %v and bookkeeping, read %d records (%s), rebuild %v, then mark %s ready\n",
+			patterns(cfg.Redis.KeyPrefix, names), plan.total(), plan.String(), names, keys.Meta())
+		return sum, nil
+	}
+	l, err := acquireLease(ctx, rdb, keys.Global("px:lease"), hostname(), 30*time.Second)
+	if err != nil {
+		return sum, err
+	}
+	defer l.release(context.WithoutCancel(ctx))
+	if err := rdb.HSet(ctx, keys.Meta(), "status", apply.StatusRebuilding, "rebuild_started_ms", time.Now().UnixMilli()).Err(); err != nil {
+		return sum, fmt.Errorf("mark %s rebuilding: %w", keys.Meta(), err)
+	}
+	// Whatever consumers wrote after the loss is partial: start from nothing.
+	wiped, err := wipe(ctx, rdb, append(patterns(cfg.Redis.KeyPrefix, projections.Names), bookkeeping(cfg.Redis.KeyPrefix)...))
+	if err != nil {
+		return sum, fmt.Errorf("wipe partial state: %w", err)
+	}
+	sum.Wiped = wiped
+	planner, err := projections.NewPlanner(sel, cfg.Location, cfg.Redis.KeyPrefix)
+	if err != nil {
+		return sum, err
+	}
+	applier := apply.New(rdb, planner, apply.Options{Window: cfg.Idempotency.Window, Location: cfg.Location,
+		KeyPrefix: cfg.Redis.KeyPrefix, Now: time.Now, IgnoreMeta: true})
+	if err := applier.LoadScript(ctx); err != nil {
+		return sum, err
+	}
+	prog := newProgress(opts.Progress, opts.Terminal, plan.total())
+	if err := readAndApply(ctx, cfg, plan, opts.BatchSize, applier, &sum, prog); err != nil {
+		return sum, err
+	}
+	prog.done()
+	if opts.ToLatest {
+		if err := commitOffsets(ctx, cfg, plan); err != nil {
+			return sum, err
+		}
+	}
+	if err := rdb.HSet(ctx, keys.Meta(), "status", apply.StatusReady, "replayed_ms", time.Now().UnixMilli(),
+		"replayed_records", sum.Events, "group", cfg.Kafka.GroupID, "time_zone", cfg.TimeZone,
+		"projections", strings.Join(names, ",")).Err(); err != nil {
+		return sum, fmt.Errorf("mark %s ready: %w", keys.Meta(), err)
+	}
+	sum.Duration = time.Since(start)
+	return sum, nil
+}
+
+// selected is the projection configuration the replay writes.
+type selected projections.Config
+
+func (s selected) enabledNames() []string {
+	p, err := projections.NewPlanner(projections.Config(s), time.UTC, "")
+	if err != nil {
+		return nil
+	}
+	return p.Enabled()
+}
+
+// selectProjections keeps only the named projections (all enabled ones when none are named).
+func selectProjections(cfg projections.Config, names []string) (projections.Config, error) {
+	if len(names) == 0 {
+		return cfg, nil
+	}
+	enabled := selected(cfg).enabledNames()
+	keep := map[string]bool{}
+	for _, n := range names {
+		found := false
+		for _, e := range enabled {
+			found = found || e == n
+		}
+		if !found {
+			return cfg, fmt.Errorf("--projections: %q is not an enabled projection (enabled: %s)", n, strings.Join(enabled, ","))
+		}
+		keep[n] = true
+	}
+	out := cfg
+	out.LastViewed.Enabled = keep["last_viewed"]
+	out.History.Enabled = keep["history"]
+	out.Stats.Enabled = keep["stats"]
+	out.Bestsellers.Enabled = keep["bestsellers"]
+	out.ProductViews.Enabled = keep["product_views"]
+	out.RecentOrders.Enabled = keep["recent_orders"]
+	out.Orders.Enabled = keep["orders"]
+	out.Trending.Enabled = keep["trending"]
+	return out, nil
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", h, os.Getpid())
+}
+
+// newRedis returns the client for redis.mode and redis.addrs.
+func newRedis(cfg config.RedisConfig) redis.UniversalClient {
+	if cfg.Mode == "cluster" {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.Addrs, ReadTimeout: 30 * time.Second})
+	}
+	return redis.NewClient(&redis.Options{Addr: cfg.Addrs[0], ReadTimeout: 30 * time.Second})
+}
