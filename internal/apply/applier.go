@@ -8,6 +8,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -124,9 +125,16 @@ func tpField(topic string, partition int) string { return topic + ":" + strconv.
 func (a *Applier) Apply(ctx context.Context, recs []Record, ranges []Range) (Result, error) {
 	res := Result{Outcomes: make([]Outcome, len(recs))}
 	now := a.opts.Now()
-	wms, err := a.rdb.HGetAll(ctx, a.keys.Watermarks()).Result()
+	pipe := a.rdb.Pipeline()
+	wmCmd := pipe.HGetAll(ctx, a.keys.Watermarks())
+	statusCmd := pipe.HGet(ctx, a.keys.Meta(), "status")
+	_, _ = pipe.Exec(ctx)
+	wms, err := wmCmd.Result()
 	if err != nil {
 		return res, fmt.Errorf("read watermarks: %w", err)
+	}
+	if status, err := statusCmd.Result(); !a.opts.IgnoreMeta && (err == nil || errors.Is(err, redis.Nil)) && status != StatusReady {
+		return res, &NotReadyError{Status: status} // checked again atomically by the global script
 	}
 	groups, order := a.plan(recs, wms, now, &res)
 	var all []*item

@@ -161,13 +161,15 @@ while i <= #ARGV do
     if s and tonumber(s) <= tonumber(num) then
       applied = applied + redis.call('ZREM', key, member)
     end
-  elseif kind == '8' then -- ZRemPrefixUpTo
+  elseif kind == '8' then -- ZRemPrefixUpTo (history day entries of one product)
     flushTrims()
     local limit = tonumber(num)
     for _, k in ipairs(targets(key, registry)) do
       local all = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
       for j = 1, #all, 2 do
-        if string.sub(all[j], 1, #member) == member and tonumber(all[j + 1]) <= limit then
+        -- history members are <product>@<day>: the day is always 10 bytes, so
+        -- product p7 must not match p7@b@2026-12-02 (product p7@b)
+        if #all[j] == #member + 10 and string.sub(all[j], 1, #member) == member and tonumber(all[j + 1]) <= limit then
           applied = applied + redis.call('ZREM', k, all[j])
         end
       end

@@ -228,3 +228,21 @@ func TestApplyRefusesWithoutMeta(t *testing.T) {
 		t.Errorf("watermark written although Redis lost its data")
 	}
 }
+
+// Removing product p7 from the history leaves product p7@b alone.
+func TestHistoryItemRemovedMatchesWholeProduct(t *testing.T) {
+	srv := testredis.StartStandalone(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	a := newTestApplier(t, rdb, projections.Defaults())
+	ts := testNow.Add(-time.Hour)
+	rm := events.Event{ID: "r1", Type: events.HistoryItemRemoved, TS: ts.Add(time.Second).UnixMilli(), UserID: "u1", ProductID: "p7"}
+	recs, ranges := batch(0, view("e1", "u1", "p7", ts), view("e2", "u1", "p7@b", ts), rm)
+	if _, err := a.Apply(ctx, recs, ranges); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := rdb.ZRange(ctx, "hist:{u:u1}", 0, -1).Result()
+	if fmt.Sprint(got) != "[p7@b@2026-12-02]" {
+		t.Errorf("history = %v, want only p7@b's entry", got)
+	}
+}

@@ -25,7 +25,8 @@ const (
 	ZRemUpTo
 	// ZRemMemberUpTo removes Member from Key if its score is <= Score.
 	ZRemMemberUpTo
-	// ZRemPrefixUpTo removes members starting with Member whose score is <= Score
+	// ZRemPrefixUpTo removes members that are Member followed by a 10-byte day
+	// (history entries `<product>@<day>`, Member being `<product>@`) whose score is <= Score
 	// from Key, or from every key listed in the set Registry when it is not empty.
 	ZRemPrefixUpTo
 	// SAdd adds Member to the set at Key (a registry of a user's scoped keys).

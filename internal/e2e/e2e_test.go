@@ -1,0 +1,191 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"projector/internal/gen"
+	"projector/internal/refmodel"
+	"projector/internal/testredis"
+	"projector/pkg/projections"
+)
+
+// scenario is one randomized end-to-end run.
+type scenario struct {
+	cluster   bool
+	prefix    string
+	zone      string
+	events    int
+	crashes   int
+	seed      uint64
+	batchSize int
+}
+
+// envInt reads a positive integer test knob, or def.
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func testSeed(t *testing.T) uint64 {
+	if v, err := strconv.ParseUint(os.Getenv("E2E_SEED"), 10, 64); err == nil {
+		return v
+	}
+	s := uint64(time.Now().UnixNano())
+	t.Logf("seed %d (rerun with E2E_SEED=%d)", s, s)
+	return s
+}
+
+// TestCrashesStandalone: a generated log with duplicates, poison records and
+// out-of-order timestamps; the consumer binary killed (-9) and stopped
+// mid-stream while production goes on; at the end every key equals the model.
+func TestCrashesStandalone(t *testing.T) {
+	runScenario(t, scenario{events: envInt("E2E_EVENTS", 12000), crashes: envInt("E2E_CRASHES", 6), seed: testSeed(t), batchSize: 200})
+}
+
+// TestCrashesCluster: the same against a 3-master Redis Cluster, with a key
+// prefix and a non-UTC time zone.
+func TestCrashesCluster(t *testing.T) {
+	runScenario(t, scenario{cluster: true, prefix: "shop:", zone: "America/New_York",
+		events: envInt("E2E_EVENTS", 12000), crashes: envInt("E2E_CRASHES", 4), seed: testSeed(t), batchSize: 300})
+}
+
+func runScenario(t *testing.T, sc scenario) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(sc.seed, 7))
+	views, clicks, orders, dlq := "shop.views", "shop.clicks", "shop.orders", "shop.dlq"
+	topics := []string{views, clicks, orders}
+	brokers := startKafka(t, 4, topics, dlq)
+
+	var rdb redis.UniversalClient
+	var addrs []string
+	mode := "standalone"
+	if sc.cluster {
+		c := testredis.StartCluster(t, 3)
+		rdb, addrs, mode = c.Client(), c.Addrs(), "cluster"
+	} else {
+		s := testredis.StartStandalone(t)
+		rdb, addrs = s.Client(), []string{s.Addr()}
+	}
+	zone := sc.zone
+	if zone == "" {
+		zone = "UTC"
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	gc := gen.DefaultConfig()
+	gc.Seed = sc.seed
+	gc.Start = start.Add(-36 * time.Hour)
+	gc.Span = 36 * time.Hour
+	gc.ViewsTopic, gc.ClicksTopic, gc.OrdersTopic = views, clicks, orders
+	log := gen.New(gc).Log(sc.events)
+
+	produced := make(chan error, 1)
+	pctx, stopProducing := context.WithCancel(ctx)
+	defer stopProducing()
+	go produce(pctx, brokers, log, 200, 150*time.Millisecond, produced)
+
+	env := []string{
+		"PROJECTOR_KAFKA_BROKERS=" + strings.Join(brokers, ","),
+		"PROJECTOR_REDIS_ADDRS=" + strings.Join(addrs, ","),
+		"PROJECTOR_REDIS_MODE=" + mode,
+		"PROJECTOR_REDIS_KEY_PREFIX=" + sc.prefix,
+		"PROJECTOR_TIME_ZONE=" + zone,
+		"PROJECTOR_HTTP_ADDR=127.0.0.1:0",
+		"PROJECTOR_BATCH_MAX_EVENTS=" + strconv.Itoa(sc.batchSize),
+		"PROJECTOR_LOG_FORMAT=json",
+		"PROJECTOR_LOG_LEVEL=warn",
+	}
+	kills := 0
+	for i := 0; i < sc.crashes; i++ {
+		p := startConsumer(t, env)
+		time.Sleep(time.Duration(500+rng.IntN(2500)) * time.Millisecond)
+		if i%3 == 2 {
+			p.term(t)
+		} else {
+			p.kill9(t)
+			kills++
+		}
+	}
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	finalEnv := env
+	if lvl := os.Getenv("E2E_FINAL_LOG_LEVEL"); lvl != "" {
+		finalEnv = append(finalEnv[:len(finalEnv):len(finalEnv)], "PROJECTOR_LOG_LEVEL="+lvl)
+	}
+	final := startConsumer(t, finalEnv)
+	if err := waitCaughtUp(brokers, "projector", topics, 3*time.Minute); err != nil {
+		final.dumpStacks()
+		t.Fatal(err)
+	}
+	final.term(t)
+	t.Logf("%d records, %d consumer crashes (%d kill -9), processed in %v", len(log), sc.crashes, kills, time.Since(start).Round(time.Millisecond))
+
+	opts := refmodel.Options{Projections: projections.Defaults(), Location: loc, KeyPrefix: sc.prefix, Window: 24 * time.Hour, Now: start}
+	want := refmodel.Expected(opts, log)
+	opts.Settle = time.Now().Add(5 * time.Second)
+	if diffs := refmodel.Compare(ctx, rdb, want, opts, time.Second); len(diffs) > 0 {
+		t.Errorf("%d differences between Redis and the model, first ones:\n%s", len(diffs), strings.Join(diffs[:min(len(diffs), 30)], "\n"))
+	}
+	if len(want) < 100 {
+		t.Errorf("model holds only %d keys: the scenario exercises too little", len(want))
+	}
+	checkDeadLetters(t, brokers, topics, dlq, log)
+}
+
+// checkDeadLetters asserts the dead-letter topic holds exactly the poison
+// records, once each, with the headers of SPEC section 2.
+func checkDeadLetters(t *testing.T, brokers, topics []string, dlq string, log []gen.Record) {
+	t.Helper()
+	source := map[string]record{}
+	for _, r := range readAll(t, brokers, topics) {
+		source[fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset)] = r
+	}
+	var wantValues []string
+	for _, r := range log {
+		if r.Poison {
+			wantValues = append(wantValues, r.Topic+"|"+string(r.Value))
+		}
+	}
+	var gotValues []string
+	seen := map[string]bool{}
+	for _, d := range readAll(t, brokers, []string{dlq}) {
+		origin := d.Headers["source-topic"] + "/" + d.Headers["source-partition"] + "/" + d.Headers["source-offset"]
+		if seen[origin] {
+			t.Errorf("record %s dead-lettered twice", origin)
+		}
+		seen[origin] = true
+		src, ok := source[origin]
+		if !ok || src.Value != d.Value || src.Key != d.Key {
+			t.Errorf("dead letter %s does not match its source record", origin)
+		}
+		if strings.TrimSpace(d.Headers["error"]) == "" || strings.Contains(d.Headers["error"], "\n") {
+			t.Errorf("dead letter %s: error header %q is not one readable line", origin, d.Headers["error"])
+		}
+		gotValues = append(gotValues, d.Headers["source-topic"]+"|"+d.Value)
+	}
+	sort.Strings(wantValues)
+	sort.Strings(gotValues)
+	if strings.Join(wantValues, "\n") != strings.Join(gotValues, "\n") {
+		t.Errorf("dead-letter topic holds %d records, want the %d poison records", len(gotValues), len(wantValues))
+	}
+	if len(wantValues) == 0 {
+		t.Errorf("the generated log has no poison record")
+	}
+}

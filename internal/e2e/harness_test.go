@@ -1,0 +1,168 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"projector/internal/gen"
+)
+
+// consumerBin and replayerBin are the binaries built once by TestMain.
+var consumerBin, replayerBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "projector-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	consumerBin, replayerBin = filepath.Join(dir, "consumer"), filepath.Join(dir, "replayer")
+	for bin, pkg := range map[string]string{consumerBin: "projector/cmd/consumer", replayerBin: "projector/cmd/replayer"} {
+		build := exec.Command("go", "build", "-o", bin, pkg)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build", pkg+":", err)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// startKafka starts an in-process Kafka-protocol broker with the input topics
+// (partitions each) and a one-partition dead-letter topic.
+func startKafka(t *testing.T, partitions int, topics []string, dlq string) []string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(partitions), topics...), kfake.SeedTopics(1, dlq))
+	if err != nil {
+		t.Fatalf("start kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()
+}
+
+// produce publishes records in order, in chunks with a pause between them, so
+// production goes on while consumers crash. It reports the first error on done.
+func produce(ctx context.Context, brokers []string, recs []gen.Record, chunk int, pause time.Duration, done chan<- error) {
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond,
+		BatchSize: chunk, RequiredAcks: kafka.RequireAll, MaxAttempts: 20}
+	defer w.Close()
+	for i := 0; i < len(recs); i += chunk {
+		end := min(i+chunk, len(recs))
+		msgs := make([]kafka.Message, 0, end-i)
+		for _, r := range recs[i:end] {
+			msgs = append(msgs, kafka.Message{Topic: r.Topic, Key: r.Key, Value: r.Value})
+		}
+		if err := w.WriteMessages(ctx, msgs...); err != nil {
+			done <- fmt.Errorf("produce records %d..%d: %w", i, end, err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			done <- ctx.Err()
+			return
+		case <-time.After(pause):
+		}
+	}
+	done <- nil
+}
+
+// proc is one running consumer process.
+type proc struct {
+	cmd  *exec.Cmd
+	log  *bytes.Buffer
+	done chan error
+}
+
+// cleanEnv is the test's environment without PROJECTOR_* variables, plus env.
+func cleanEnv(env []string) []string {
+	base := []string{}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PROJECTOR_") {
+			base = append(base, kv)
+		}
+	}
+	return append(base, env...)
+}
+
+// startConsumer runs the built consumer with env (PROJECTOR_* settings only).
+func startConsumer(t *testing.T, env []string) *proc {
+	t.Helper()
+	cmd := exec.Command(consumerBin)
+	cmd.Env = cleanEnv(env)
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start consumer: %v", err)
+	}
+	p := &proc{cmd: cmd, log: &buf, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+		if dir := os.Getenv("E2E_LOG_DIR"); dir != "" {
+			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("consumer-%d.log", cmd.Process.Pid)), buf.Bytes(), 0o644)
+		}
+		if t.Failed() {
+			t.Logf("consumer pid %d output (tail):\n%s", cmd.Process.Pid, tail(buf.String(), 3000))
+		}
+		p.done <- nil
+	})
+	return p
+}
+
+// dumpStacks makes the Go runtime print every goroutine (SIGQUIT) and waits for the exit.
+func (p *proc) dumpStacks() {
+	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-p.done:
+		p.done <- nil
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// kill9 kills the process without warning.
+func (p *proc) kill9(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("kill -9: %v", err)
+	}
+	<-p.done
+	p.done <- nil
+}
+
+// term sends SIGTERM and asserts a clean exit with code 0.
+func (p *proc) term(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("SIGTERM: %v", err)
+	}
+	select {
+	case err := <-p.done:
+		p.done <- nil
+		if err != nil {
+			t.Fatalf("consumer exit after SIGTERM: %v\n%s", err, tail(p.log.String(), 3000))
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("consumer did not stop within 60s of SIGTERM")
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
