@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"projector/internal/app"
 	"projector/internal/apply"
 	"projector/internal/config"
 	"projector/pkg/projections"
@@ -70,7 +71,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 	if err != nil {
 		return sum, err
 	}
-	rdb := newRedis(cfg.Redis)
+	rdb := app.NewRedis(cfg.Redis)
 	defer rdb.Close()
 	keys := projections.Keys{Prefix: cfg.Redis.KeyPrefix}
 	status, err := rdb.HGet(ctx, keys.Meta(), "status").Result()
@@ -182,12 +183,4 @@ func selectProjections(cfg projections.Config, names []string) (projections.Conf
 func hostname() string {
 	h, _ := os.Hostname()
 	return fmt.Sprintf("%s/%d", h, os.Getpid())
-}
-
-// newRedis returns the client for redis.mode and redis.addrs.
-func newRedis(cfg config.RedisConfig) redis.UniversalClient {
-	if cfg.Mode == "cluster" {
-		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.Addrs, ReadTimeout: 30 * time.Second})
-	}
-	return redis.NewClient(&redis.Options{Addr: cfg.Addrs[0], ReadTimeout: 30 * time.Second})
 }
