@@ -116,7 +116,12 @@ func startConsumer(t *testing.T, env []string) *proc {
 			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("consumer-%d.log", cmd.Process.Pid)), buf.Bytes(), 0o644)
 		}
 		if t.Failed() {
-			t.Logf("consumer pid %d output (tail):\n%s", cmd.Process.Pid, tail(buf.String(), 3000))
+			f, err := os.CreateTemp("", fmt.Sprintf("projector-consumer-%d-*.log", cmd.Process.Pid))
+			if err == nil {
+				_, _ = f.Write(buf.Bytes())
+				f.Close()
+				t.Logf("consumer pid %d output: %s; tail:\n%s", cmd.Process.Pid, f.Name(), tail(buf.String(), 1500))
+			}
 		}
 		p.done <- nil
 	})

@@ -3,12 +3,15 @@ package e2e
 import (
 	"context"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"projector/internal/gen"
 	"projector/internal/refmodel"
@@ -26,7 +29,7 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// get returns the status and body of an HTTP GET ("" on error).
+// get returns the status and body of an HTTP GET (0 on error).
 func get(url string) (int, string) {
 	resp, err := http.Get(url)
 	if err != nil {
@@ -37,74 +40,68 @@ func get(url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// TestRecoveryAfterFlushAll: the consumer notices that Redis lost its data,
-// stops and reports it; the replayer rebuilds from Kafka while production goes
-// on; the consumer resumes by itself; the end state equals the model.
-func TestRecoveryAfterFlushAll(t *testing.T) {
+// TestRecoveryStandalone: Redis loses everything (FLUSHALL) twice at random
+// moments while the consumer is busy and production goes on; the consumer
+// stops and reports it, the replayer rebuilds, the consumer resumes by itself,
+// and the end state equals the model.
+func TestRecoveryStandalone(t *testing.T) {
+	srv := testredis.StartStandalone(t)
+	runRecovery(t, srv.Client(), []string{srv.Addr()}, "standalone", func(ctx context.Context) error {
+		return srv.Client().FlushAll(ctx).Err()
+	})
+}
+
+// TestRecoveryCluster: the same on a 3-master Redis Cluster.
+func TestRecoveryCluster(t *testing.T) {
+	c := testredis.StartCluster(t, 3)
+	runRecovery(t, c.Client(), c.Addrs(), "cluster", c.FlushAll)
+}
+
+func runRecovery(t *testing.T, rdb redis.UniversalClient, addrs []string, mode string, flushAll func(context.Context) error) {
 	ctx := context.Background()
 	topics := []string{"shop.views", "shop.clicks", "shop.orders"}
 	brokers := startKafka(t, 3, topics, "shop.dlq")
-	srv := testredis.StartStandalone(t)
+	seed := testSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 11))
 	start := time.Now()
 	gc := gen.DefaultConfig()
-	gc.Seed = testSeed(t)
+	gc.Seed = seed
 	gc.Start, gc.Span = start.Add(-36*time.Hour), 36*time.Hour
-	log := gen.New(gc).Log(envInt("E2E_EVENTS", 8000))
-	half := len(log) / 2
+	log := gen.New(gc).Log(envInt("E2E_EVENTS", 10000))
 
 	done := make(chan error, 1)
-	produce(ctx, brokers, log[:half], 1000, 0, done)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	go produce(ctx, brokers, log, 200, 60*time.Millisecond, done)
 	httpAddr := freeAddr(t)
 	env := []string{
 		"PROJECTOR_KAFKA_BROKERS=" + strings.Join(brokers, ","),
-		"PROJECTOR_REDIS_ADDRS=" + srv.Addr(),
-		"PROJECTOR_BATCH_MAX_EVENTS=500",
+		"PROJECTOR_REDIS_ADDRS=" + strings.Join(addrs, ","),
+		"PROJECTOR_REDIS_MODE=" + mode,
+		"PROJECTOR_BATCH_MAX_EVENTS=300",
 		"PROJECTOR_LOG_LEVEL=warn",
 	}
 	c := startConsumer(t, append(env, "PROJECTOR_HTTP_ADDR="+httpAddr))
-	if err := waitCaughtUp(brokers, "projector", topics, 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Client().FlushAll(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	go produce(ctx, brokers, log[half:], 500, 100*time.Millisecond, done)
-
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		code, reason := get("http://" + httpAddr + "/readyz")
-		_, metrics := get("http://" + httpAddr + "/metrics")
-		if code == http.StatusServiceUnavailable && strings.Contains(reason, "lost") && strings.Contains(metrics, "projector_redis_data_lost 1") {
-			break
+	for loss := 0; loss < 2; loss++ {
+		time.Sleep(time.Duration(300+rng.IntN(1200)) * time.Millisecond)
+		if err := flushAll(ctx); err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("consumer did not report the data loss: readyz %d %q", code, reason)
+		waitLossReported(t, httpAddr)
+		rp := exec.Command(replayerBin)
+		rp.Env = cleanEnv(env)
+		out, err := rp.CombinedOutput()
+		if err != nil {
+			t.Fatalf("replayer: %v\n%s", err, out)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	for _, k := range srv.Client().Keys(ctx, "*").Val() {
-		if !strings.HasPrefix(k, "px:") {
-			t.Errorf("consumer wrote projection key %s after the loss", k)
+		if !strings.Contains(string(out), "replayed ") {
+			t.Errorf("replayer printed no summary:\n%s", out)
 		}
+		t.Logf("loss %d, replayer: %s", loss+1, tail(string(out), 300))
 	}
-
-	rp := exec.Command(replayerBin)
-	rp.Env = cleanEnv(env)
-	out, err := rp.CombinedOutput()
-	if err != nil {
-		t.Fatalf("replayer: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "replayed ") {
-		t.Errorf("replayer printed no summary:\n%s", out)
-	}
-	t.Logf("replayer: %s", tail(string(out), 400))
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	if err := waitCaughtUp(brokers, "projector", topics, 2*time.Minute); err != nil {
+		c.dumpStacks()
 		t.Fatal(err)
 	}
 	if _, metrics := get("http://" + httpAddr + "/metrics"); !strings.Contains(metrics, "projector_redis_data_lost 0") {
@@ -115,13 +112,31 @@ func TestRecoveryAfterFlushAll(t *testing.T) {
 	opts := refmodel.Options{Projections: projections.Defaults(), Location: time.UTC, Window: 24 * time.Hour, Now: start,
 		Settle: time.Now().Add(5 * time.Second)}
 	want := refmodel.Expected(opts, log)
-	if diffs := refmodel.Compare(ctx, srv.Client(), want, opts, time.Second); len(diffs) > 0 {
+	if diffs := refmodel.Compare(ctx, rdb, want, opts, time.Second); len(diffs) > 0 {
 		t.Errorf("%d differences after recovery, first ones:\n%s", len(diffs), strings.Join(diffs[:min(len(diffs), 30)], "\n"))
 	}
-	// A second replayer run finds nothing lost and refuses.
-	rp = exec.Command(replayerBin)
+	checkDeadLetters(t, brokers, topics, "shop.dlq", log)
+	// Nothing is lost now: a replayer run refuses.
+	rp := exec.Command(replayerBin)
 	rp.Env = cleanEnv(env)
 	if out, err := rp.CombinedOutput(); err == nil || !strings.Contains(string(out), "did not lose") {
 		t.Errorf("replayer on intact Redis: err %v, output %s", err, out)
+	}
+}
+
+// waitLossReported waits until the consumer says Redis lost its data.
+func waitLossReported(t *testing.T, httpAddr string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, reason := get("http://" + httpAddr + "/readyz")
+		_, metrics := get("http://" + httpAddr + "/metrics")
+		if code == http.StatusServiceUnavailable && strings.Contains(reason, "lost") && strings.Contains(metrics, "projector_redis_data_lost 1") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("consumer did not report the data loss: readyz %d %q", code, reason)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

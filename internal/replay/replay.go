@@ -126,6 +126,11 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 		return sum, err
 	}
 	prog.done()
+	dead, err := rebuildDLQMarks(ctx, cfg, apply.NewDLQMarks(rdb, cfg.Redis.KeyPrefix))
+	if err != nil {
+		return sum, fmt.Errorf("rebuild dead-letter marks: %w", err)
+	}
+	log.Info("dead-letter marks rebuilt", zap.Int("dead_letters_read", dead))
 	if opts.ToLatest {
 		if err := commitOffsets(ctx, cfg, plan); err != nil {
 			return sum, err
