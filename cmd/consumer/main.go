@@ -27,6 +27,9 @@ func main() {
 // run is main with its inputs and outputs passed in; it returns the exit code:
 // 0 after a clean stop, 2 for bad configuration, 1 for other failures.
 func run(args, environ []string, stdout, stderr io.Writer) int {
+	// First of all, so that a SIGTERM during start-up is a clean stop too.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	fs := pflag.NewFlagSet("consumer", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fl := config.Register(fs)
@@ -49,8 +52,6 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer func() { _ = log.Sync() }()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if cfg.Embedded {
 		log.Info("no kafka.brokers and no redis.addrs configured: running the embedded demo")
 		err = embedded.Run(ctx, cfg, embedded.Options{Rate: *demoRate, Out: stdout}, log)

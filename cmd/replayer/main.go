@@ -24,6 +24,9 @@ func main() {
 
 // run returns the exit code: 0 done, 2 bad configuration or flags, 1 refused or failed.
 func run(args, environ []string, stdout, stderr io.Writer) int {
+	// First of all, so that a SIGTERM during start-up is a clean stop too.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	fs := pflag.NewFlagSet("replayer", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fl := config.Register(fs)
@@ -64,8 +67,6 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer func() { _ = log.Sync() }()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	sum, err := replay.Run(ctx, cfg, replay.Options{Projections: *projs, ToLatest: *to == "latest", AllowPartial: *partial,
 		DryRun: *dry, BatchSize: *batch, Progress: os.Stdout, Terminal: obs.IsTerminal(os.Stdout)}, log)
 	if err != nil {
