@@ -67,7 +67,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer func() { _ = log.Sync() }()
-	sum, err := replay.Run(ctx, cfg, replay.Options{Projections: *projs, ToLatest: *to == "latest", AllowPartial: *partial,
+	sum, err := replay.Run(ctx, cfg, replay.Options{Projections: *projs, ToLatest: *to == "latest", AllowPartial: *partial, Wipe: *wipe,
 		DryRun: *dry, BatchSize: *batch, Progress: os.Stdout, Terminal: obs.IsTerminal(os.Stdout)}, log)
 	if err != nil {
 		log.Error("replay failed", zap.Error(err))

@@ -73,6 +73,14 @@ type Options struct {
 	// IgnoreMeta applies batches whatever px:meta:{g} says (the replayer,
 	// which owns the meta status while it rebuilds).
 	IgnoreMeta bool
+	// CheckOnly makes the user phase only read idempotency markers, never set
+	// them (and plan no user writes): a replayer rebuilding global projections
+	// while consumers run must not mark records the consumers have yet to
+	// apply. Records without a marker are deduplicated in memory instead.
+	CheckOnly bool
+	// WatermarkKey replaces px:wm:{g} (a replayer rebuilding one projection
+	// keeps its own watermarks; must carry the {g} hash tag).
+	WatermarkKey string
 }
 
 // Applier applies batches of records to Redis.
@@ -82,11 +90,13 @@ type Applier struct {
 	keys    projections.Keys
 	opts    Options
 	script  *redis.Script
+	seen    map[string]string // CheckOnly: marker key + id -> origin of unmarked records
 }
 
 // New returns an Applier writing through rdb.
 func New(rdb redis.UniversalClient, planner *projections.Planner, opts Options) *Applier {
-	return &Applier{rdb: rdb, planner: planner, keys: projections.Keys{Prefix: opts.KeyPrefix}, opts: opts, script: newScript()}
+	return &Applier{rdb: rdb, planner: planner, keys: projections.Keys{Prefix: opts.KeyPrefix}, opts: opts, script: newScript(),
+		seen: map[string]string{}}
 }
 
 // LoadScript loads the apply script on every master, so EVALSHA finds it.
@@ -115,6 +125,7 @@ type item struct {
 	marker    string
 	origin    string
 	markerExp int64
+	marked    bool // the user phase found this record's marker
 }
 
 func tpField(topic string, partition int) string { return topic + ":" + strconv.Itoa(partition) }
@@ -123,17 +134,34 @@ func tpField(topic string, partition int) string { return topic + ":" + strconv.
 // overlapping batch (after an error, a crash or a redelivery) never applies an
 // event twice. An error means Redis did not accept everything; retry later.
 func (a *Applier) Apply(ctx context.Context, recs []Record, ranges []Range) (Result, error) {
+	for {
+		res, err := a.apply(ctx, recs, ranges)
+		if !errors.Is(err, errHoldsChanged) {
+			return res, err
+		}
+	}
+}
+
+// apply is one attempt of Apply.
+func (a *Applier) apply(ctx context.Context, recs []Record, ranges []Range) (Result, error) {
 	res := Result{Outcomes: make([]Outcome, len(recs))}
 	now := a.opts.Now()
 	pipe := a.rdb.Pipeline()
-	wmCmd := pipe.HGetAll(ctx, a.keys.Watermarks())
-	statusCmd := pipe.HGet(ctx, a.keys.Meta(), "status")
+	wmCmd := pipe.HGetAll(ctx, a.wmKey())
+	metaCmd := pipe.HGetAll(ctx, a.keys.Meta())
 	_, _ = pipe.Exec(ctx)
 	wms, err := wmCmd.Result()
 	if err != nil {
 		return res, fmt.Errorf("read watermarks: %w", err)
 	}
-	if status, err := statusCmd.Result(); !a.opts.IgnoreMeta && (err == nil || errors.Is(err, redis.Nil)) && status != StatusReady {
+	meta, err := metaCmd.Result()
+	if err != nil {
+		return res, fmt.Errorf("read %s: %w", a.keys.Meta(), err)
+	}
+	status, held, heldRaw := parseMeta(meta)
+	if a.opts.IgnoreMeta {
+		held, heldRaw = nil, nil
+	} else if status != StatusReady {
 		return res, &NotReadyError{Status: status} // checked again atomically by the global script
 	}
 	groups, order := a.plan(recs, wms, now, &res)
@@ -146,11 +174,18 @@ func (a *Applier) Apply(ctx context.Context, recs []Record, ranges []Range) (Res
 	}
 	var done []*item
 	for _, it := range all {
+		if a.opts.CheckOnly && res.Outcomes[it.idx] == Applied && !it.marked {
+			k := it.marker + "\x00" + it.rec.Event.ID
+			if o, ok := a.seen[k]; ok && o != it.origin {
+				res.Outcomes[it.idx] = Duplicate
+			}
+			a.seen[k] = it.origin
+		}
 		if res.Outcomes[it.idx] == Applied {
 			done = append(done, it)
 		}
 	}
-	if err := a.applyGlobal(ctx, done, ranges, wms, &res); err != nil {
+	if err := a.applyGlobal(ctx, done, ranges, wms, held, heldRaw, &res); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -196,6 +231,17 @@ func (a *Applier) plan(recs []Record, wms map[string]string, now time.Time, res 
 	}
 	return groups, order
 }
+
+// wmKey is the hash of the per-partition watermarks this applier guards with.
+func (a *Applier) wmKey() string {
+	if a.opts.WatermarkKey != "" {
+		return a.opts.WatermarkKey
+	}
+	return a.keys.Watermarks()
+}
+
+// errHoldsChanged says a replayer changed a hold after the batch was planned.
+var errHoldsChanged = errors.New("projection holds changed while the batch was applied")
 
 // NotReadyError says the meta hash px:meta:{g} is missing (Redis lost its
 // data, or was never initialised) or not "ready" (a replay is running): the

@@ -1,6 +1,7 @@
 -- projector apply script: guard + ordered write program for ONE hash slot.
 -- KEYS[1]: a key of the slot (for routing).
--- ARGV[1]: mode. "u": idempotency markers guard the writes; "g": offset watermarks do.
+-- ARGV[1]: mode. "u": idempotency markers guard the writes; "g": offset watermarks do;
+--   "c": like "u" but only checks the markers (sets none, writes nothing).
 -- mode u: ARGV[2]=n, then n x (markerKey, eventId, origin, expireAtMs).
 --   If any marker exists, nothing is written and {0, i1, v1, i2, v2, ...} is returned
 --   (i: 1-based marker index, v: stored origin). Otherwise all markers are set.
@@ -9,8 +10,11 @@
 --   {-1, status} is returned (Redis lost its data, or a replay is running).
 --   If any stored watermark >= its firstOffset, nothing is written and
 --   {0, i1, wm1, ...} is returned. Otherwise the fields are set to lastOffset.
--- Then the write program: 9 values per write:
---   kind, key, member|value, number, expireAtMs, keep, retentionMs, guardKey, registryKey
+--   Then m, and m x (field, value): the hold:<projection> fields of the meta
+--   hash the batch was planned with; if the meta hash holds others, nothing is
+--   written and {-2} is returned (plan again).
+-- Then the write program: 10 values per write:
+--   kind, key, member|value, number, expireAtMs, keep, retentionMs, guardKey, registryKey, projection
 -- Returns {1, writesApplied}.
 local mode = ARGV[1]
 local n = tonumber(ARGV[2])
@@ -24,7 +28,7 @@ local function bump(k, at)
   end
 end
 
-if mode == 'u' then
+if mode == 'u' or mode == 'c' then
   local found = {}
   for j = 0, n - 1 do
     local b = i + j * 4
@@ -38,6 +42,9 @@ if mode == 'u' then
     table.insert(found, 1, 0)
     return found
   end
+  if mode == 'c' then
+    return {1, 0}
+  end
   for j = 0, n - 1 do
     local b = i + j * 4
     redis.call('HSET', ARGV[b], ARGV[b + 1], ARGV[b + 2])
@@ -45,14 +52,35 @@ if mode == 'u' then
   end
   i = i + n * 4
 else
+  n = tonumber(ARGV[3])
+  local h = 4 + n * 3
+  local m = tonumber(ARGV[h])
   if KEYS[2] then
-    local status = redis.call('HGET', KEYS[2], 'status')
+    local meta = redis.call('HGETALL', KEYS[2])
+    local status = nil
+    local holds = {}
+    local nholds = 0
+    for j = 1, #meta, 2 do
+      if meta[j] == 'status' then
+        status = meta[j + 1]
+      elseif string.sub(meta[j], 1, 5) == 'hold:' then
+        holds[meta[j]] = meta[j + 1]
+        nholds = nholds + 1
+      end
+    end
     if status ~= 'ready' then
       return {-1, status or ''}
     end
+    if nholds ~= m then
+      return {-2}
+    end
+    for j = 0, m - 1 do
+      if holds[ARGV[h + 1 + 2 * j]] ~= ARGV[h + 2 + 2 * j] then
+        return {-2}
+      end
+    end
   end
   local wmKey = ARGV[2]
-  n = tonumber(ARGV[3])
   i = 4
   local found = {}
   for j = 0, n - 1 do
@@ -71,7 +99,7 @@ else
     local b = i + j * 3
     redis.call('HSET', wmKey, ARGV[b], ARGV[b + 2])
   end
-  i = i + n * 3
+  i = h + 1 + 2 * m
 end
 
 local trims = {}
@@ -120,7 +148,8 @@ while i <= #ARGV do
   local ret = tonumber(ARGV[i + 6])
   local guard = ARGV[i + 7]
   local registry = ARGV[i + 8]
-  i = i + 9
+  local projection = ARGV[i + 9]
+  i = i + 10
   if kind == '1' then -- IncrBy
     redis.call('INCRBY', key, num)
     bump(key, at)

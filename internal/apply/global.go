@@ -12,7 +12,7 @@ import (
 // script, guarded by the per-partition watermarks, and moves the watermarks to
 // the end of each range. When a watermark already lies inside a range (an
 // earlier delivery applied part of it), those records are dropped and it tries again.
-func (a *Applier) applyGlobal(ctx context.Context, done []*item, ranges []Range, wms map[string]string, res *Result) error {
+func (a *Applier) applyGlobal(ctx context.Context, done []*item, ranges []Range, wms map[string]string, held holds, heldRaw []string, res *Result) error {
 	rs := make([]Range, 0, len(ranges))
 	for _, r := range ranges {
 		if wm, ok := wms[tpField(r.Topic, r.Partition)]; ok {
@@ -25,7 +25,7 @@ func (a *Applier) applyGlobal(ctx context.Context, done []*item, ranges []Range,
 		}
 		rs = append(rs, r)
 	}
-	wmKey := a.keys.Watermarks()
+	wmKey := a.wmKey()
 	for len(rs) > 0 {
 		floor := map[string]int64{}
 		for _, r := range rs {
@@ -33,14 +33,23 @@ func (a *Applier) applyGlobal(ctx context.Context, done []*item, ranges []Range,
 		}
 		var ws []projections.Write
 		for _, it := range done {
-			if f, ok := floor[tpField(it.rec.Topic, it.rec.Partition)]; ok && it.rec.Offset >= f {
-				ws = append(ws, it.global...)
+			tp := tpField(it.rec.Topic, it.rec.Partition)
+			if f, ok := floor[tp]; ok && it.rec.Offset >= f {
+				for i := range it.global {
+					if !held.skip(&it.global[i], tp, it.rec.Offset) {
+						ws = append(ws, it.global[i])
+					}
+				}
 			}
 		}
 		args := make([]any, 0, 3+3*len(rs)+9*len(ws))
 		args = append(args, "g", wmKey, strconv.Itoa(len(rs)))
 		for _, r := range rs {
 			args = append(args, tpField(r.Topic, r.Partition), strconv.FormatInt(r.First, 10), strconv.FormatInt(r.Last, 10))
+		}
+		args = append(args, strconv.Itoa(len(heldRaw)/2))
+		for _, v := range heldRaw {
+			args = append(args, v)
 		}
 		args = appendWrites(args, Coalesce(ws))
 		res.GlobalCalls++
@@ -51,6 +60,9 @@ func (a *Applier) applyGlobal(ctx context.Context, done []*item, ranges []Range,
 		vals, err := a.script.Run(ctx, a.rdb, keys, args...).Slice()
 		if err != nil {
 			return fmt.Errorf("apply global writes: %w", err)
+		}
+		if ok, _ := vals[0].(int64); ok == -2 {
+			return errHoldsChanged
 		}
 		if ok, _ := vals[0].(int64); ok == -1 {
 			status, _ := vals[1].(string)

@@ -15,7 +15,7 @@ var applyLua string
 // newScript returns the apply script (guard + write program for one slot).
 func newScript() *redis.Script { return redis.NewScript(applyLua) }
 
-// appendWrites encodes writes as the script's 9-value write program.
+// appendWrites encodes writes as the script's 10-value write program.
 func appendWrites(args []any, ws []projections.Write) []any {
 	for i := range ws {
 		w := &ws[i]
@@ -30,7 +30,7 @@ func appendWrites(args []any, ws []projections.Write) []any {
 		args = append(args,
 			strconv.Itoa(int(w.Kind)), w.Key, member, strconv.FormatInt(num, 10),
 			strconv.FormatInt(w.ExpireAt, 10), strconv.Itoa(w.Trim.Keep),
-			strconv.FormatInt(w.Trim.RetentionMs, 10), w.Guard, w.Registry)
+			strconv.FormatInt(w.Trim.RetentionMs, 10), w.Guard, w.Registry, w.Projection)
 	}
 	return args
 }

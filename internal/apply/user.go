@@ -21,11 +21,17 @@ func (a *Applier) applyUsers(ctx context.Context, groups map[string][]*item, ord
 		for i, u := range pending {
 			g := groups[u]
 			args := make([]any, 0, 2+4*len(g)+9*len(g)*4)
-			args = append(args, "u", strconv.Itoa(len(g)))
+			mode := "u"
+			if a.opts.CheckOnly {
+				mode = "c"
+			}
+			args = append(args, mode, strconv.Itoa(len(g)))
 			var ws []projections.Write
 			for _, it := range g {
 				args = append(args, it.marker, it.rec.Event.ID, it.origin, strconv.FormatInt(it.markerExp, 10))
-				ws = append(ws, it.user...)
+				if !a.opts.CheckOnly {
+					ws = append(ws, it.user...)
+				}
 			}
 			args = appendWrites(args, Coalesce(ws))
 			cmds[i] = a.script.EvalSha(ctx, pipe, []string{g[0].marker}, args...)
@@ -82,6 +88,7 @@ func (a *Applier) settleUser(g []*item, vals []any, res *Result) ([]*item, error
 			return nil, fmt.Errorf("script reply names marker %d of %d", idx, len(g))
 		}
 		it := g[idx-1]
+		it.marked = true
 		hit[int(idx-1)] = true
 		if origin == it.origin {
 			res.Outcomes[it.idx] = Applied // this very record was applied before

@@ -27,6 +27,8 @@ type Options struct {
 	ToLatest bool
 	// AllowPartial accepts a log whose beginning Kafka no longer holds.
 	AllowPartial bool
+	// Wipe confirms that a single-projection rebuild deletes the projection's keys first.
+	Wipe bool
 	// DryRun only says what would be read and written.
 	DryRun bool
 	// BatchSize is the number of records applied per batch.
@@ -79,7 +81,10 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 		return sum, fmt.Errorf("read %s: %w", keys.Meta(), err)
 	}
 	if status == apply.StatusReady {
-		return sum, fmt.Errorf("refusing: %s says status ready, so Redis did not lose its data; rebuilding one projection while consumers run (--projections) is not implemented yet", keys.Meta())
+		if len(opts.Projections) == 0 {
+			return sum, fmt.Errorf("refusing: %s says status ready, so Redis did not lose its data; to rebuild a projection name it with --projections (and --wipe --yes)", keys.Meta())
+		}
+		return rebuild(ctx, cfg, opts, rdb, sel, selected(sel).enabledNames(), log)
 	}
 	plan, err := planRanges(ctx, cfg, opts.ToLatest)
 	if err != nil {
@@ -90,7 +95,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 	}
 	names := selected(sel).enabledNames()
 	if all := selected(cfg.Projections).enabledNames(); len(names) != len(all) {
-		return sum, fmt.Errorf("refusing: after Redis lost its data every enabled projection (%s) is rebuilt; --projections selects a subset only for a single-projection rebuild, which is not implemented yet", strings.Join(all, ","))
+		return sum, fmt.Errorf("refusing: after Redis lost its data every enabled projection (%s) is rebuilt; --projections selects projections to rebuild while Redis is intact", strings.Join(all, ","))
 	}
 	log.Info("replay plan", zap.Strings("projections", names), zap.Int64("records", plan.total()), zap.String("ranges", plan.String()))
 	if opts.DryRun {

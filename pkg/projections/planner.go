@@ -87,7 +87,11 @@ func (p *Planner) Enabled() []string {
 func (p *Planner) Plan(ev events.Event, now time.Time, out []Write) []Write {
 	in := Input{Event: ev, Buckets: BucketsOf(ev.TS, p.loc), NowMs: now.UnixMilli()}
 	for _, pr := range p.projections {
+		n := len(out)
 		out = pr.Plan(&in, out)
+		for i := n; i < len(out); i++ {
+			out[i].Projection = pr.Name()
+		}
 	}
 	return out
 }

@@ -90,4 +90,6 @@ type Write struct {
 	Trim     Trim
 	Guard    string
 	Registry string
+	// Projection names the projection that asked for the write.
+	Projection string
 }

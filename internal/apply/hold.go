@@ -1,0 +1,82 @@
+package apply
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"projector/pkg/projections"
+)
+
+// A replayer rebuilding a global projection P while consumers run sets the
+// meta field hold:P. Its value is HoldAll (consumers leave P out entirely) or,
+// once the replayer knows how far it will replay, HoldUpTo(offsets): consumers
+// leave P out for records at or below the offset of their partition and write
+// it for later ones. The global script completes a batch only if the holds it
+// was planned with are still the ones in the meta hash.
+
+// HoldAll is the hold value that leaves a projection out for every record.
+const HoldAll = "*"
+
+// holdPrefix starts the meta fields naming held projections.
+const holdPrefix = "hold:"
+
+// HoldField is the meta field of projection name's hold.
+func HoldField(name string) string { return holdPrefix + name }
+
+// HoldUpTo encodes a hold up to an offset per "topic:partition".
+func HoldUpTo(upTo map[string]int64) string {
+	parts := make([]string, 0, len(upTo))
+	for f, o := range upTo {
+		parts = append(parts, f+"="+strconv.FormatInt(o, 10))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// holds are the parsed hold fields: projection -> partition -> last held
+// offset (a nil map holds every record).
+type holds map[string]map[string]int64
+
+// parseMeta splits the meta hash into its status, its holds, and the hold
+// fields as raw (field, value) pairs for the global script to verify.
+func parseMeta(meta map[string]string) (string, holds, []string) {
+	h := holds{}
+	var raw []string
+	for f, v := range meta {
+		name, ok := strings.CutPrefix(f, holdPrefix)
+		if !ok {
+			continue
+		}
+		raw = append(raw, f, v)
+		if v == HoldAll {
+			h[name] = nil
+			continue
+		}
+		upTo := map[string]int64{}
+		for _, part := range strings.Split(v, ",") {
+			i := strings.LastIndexByte(part, '=')
+			if i < 0 {
+				continue
+			}
+			if o, err := strconv.ParseInt(part[i+1:], 10, 64); err == nil {
+				upTo[part[:i]] = o
+			}
+		}
+		h[name] = upTo
+	}
+	return meta["status"], h, raw
+}
+
+// skip reports whether a write of a record at offset of partition tp is held.
+func (h holds) skip(w *projections.Write, tp string, offset int64) bool {
+	upTo, held := h[w.Projection]
+	if !held {
+		return false
+	}
+	if upTo == nil {
+		return true
+	}
+	last, ok := upTo[tp]
+	return !ok || offset <= last
+}
