@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"projector/internal/apply"
 	"projector/internal/config"
 	"projector/internal/consumer"
+	"projector/internal/fingerprint"
 	"projector/internal/obs"
 	"projector/pkg/projections"
 )
@@ -75,6 +77,12 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 		Brokers: cfg.Kafka.Brokers, GroupID: cfg.Kafka.GroupID, Topics: cfg.Kafka.Topics, DLQTopic: cfg.Kafka.DLQTopic,
 		MaxRecordBytes: cfg.Kafka.MaxRecordBytes, MaxEvents: cfg.Batch.MaxEvents, MaxWait: cfg.Batch.MaxWait,
 		MetaKey: projections.Keys{Prefix: cfg.Redis.KeyPrefix}.Meta(),
+		Publish: func(ctx context.Context) error {
+			return fingerprint.Publish(ctx, rdb, cfg.Redis.KeyPrefix, processName(), fingerprint.Of(cfg))
+		},
+		Withdraw: func(ctx context.Context) error {
+			return fingerprint.Withdraw(ctx, rdb, cfg.Redis.KeyPrefix, processName())
+		},
 		MetaInfo: map[string]string{"group": cfg.Kafka.GroupID, "time_zone": cfg.TimeZone,
 			"projections": strings.Join(planner.Enabled(), ",")},
 	}, applier, applier, apply.NewDLQMarks(rdb, cfg.Redis.KeyPrefix), m, health, log.Named("consumer"))
@@ -101,4 +109,10 @@ func waitRedis(ctx context.Context, log *zap.Logger, health *obs.Health, f func(
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+}
+
+// processName names this process in shared bookkeeping (host/pid).
+func processName() string {
+	h, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", h, os.Getpid())
 }

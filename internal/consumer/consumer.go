@@ -30,6 +30,11 @@ type Options struct {
 	MetaKey string
 	// MetaInfo is recorded in px:meta:{g} when a first start creates it.
 	MetaInfo map[string]string
+	// Publish, when set, is called every few seconds to publish the
+	// consumer's settings (so a replayer can check it agrees), and Withdraw
+	// when the consumer stops.
+	Publish  func(ctx context.Context) error
+	Withdraw func(ctx context.Context) error
 	// ShutdownGrace bounds how long a batch in flight may still retry Redis
 	// after the context ends (default 30s); past it the batch is left uncommitted.
 	ShutdownGrace time.Duration
@@ -105,6 +110,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 	defer c.close()
 	if err := c.waitReady(ctx); err != nil {
 		return nil
+	}
+	c.publish(ctx)
+	if c.opts.Withdraw != nil {
+		defer func() { _ = c.opts.Withdraw(context.WithoutCancel(ctx)) }()
 	}
 	go c.watchMeta(ctx)
 	c.log.Info("consuming", zap.Strings("topics", c.opts.Topics), zap.String("group", c.opts.GroupID),

@@ -97,6 +97,16 @@ func (c *Consumer) waitReady(ctx context.Context) error {
 	}
 }
 
+// publish publishes the consumer's settings, if configured to.
+func (c *Consumer) publish(ctx context.Context) {
+	if c.opts.Publish == nil {
+		return
+	}
+	if err := c.opts.Publish(ctx); err != nil && ctx.Err() == nil {
+		c.log.Debug("publish settings", zap.Error(err))
+	}
+}
+
 // watchMeta checks px:meta:{g} every few seconds, so an idle consumer reports
 // data loss too.
 func (c *Consumer) watchMeta(ctx context.Context) {
@@ -110,6 +120,7 @@ func (c *Consumer) watchMeta(ctx context.Context) {
 			if _, err := c.checkMeta(ctx); err != nil && ctx.Err() == nil {
 				c.log.Debug("check projections meta", zap.Error(err))
 			}
+			c.publish(ctx)
 		}
 	}
 }

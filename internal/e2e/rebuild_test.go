@@ -58,11 +58,23 @@ func TestRebuildWhileRunning(t *testing.T) {
 	}
 	go produce(ctx, brokers, log[b:], 100, 100*time.Millisecond, done)
 
-	for _, refused := range [][]string{{"--projections", "trending"}, {"--projections", "last_viewed", "--wipe", "--yes"}} {
-		rp := exec.Command(replayerBin, refused...)
+	time.Sleep(3500 * time.Millisecond) // the consumer publishes its settings every 3 s
+	for _, refused := range []struct {
+		args []string
+		env  string
+		why  string
+	}{
+		{[]string{"--projections", "trending"}, "", "--wipe"},
+		{[]string{"--projections", "last_viewed", "--wipe", "--yes"}, "", "per-user keys"},
+		{[]string{"--projections", "trending", "--wipe", "--yes"}, "PROJECTOR_TIME_ZONE=America/New_York", "disagrees"},
+	} {
+		rp := exec.Command(replayerBin, refused.args...)
 		rp.Env = cleanEnv(env)
-		if out, err := rp.CombinedOutput(); err == nil || !strings.Contains(string(out), "refusing") {
-			t.Errorf("replayer %v: err %v, want a refusal; output %s", refused, err, out)
+		if refused.env != "" {
+			rp.Env = append(rp.Env, refused.env)
+		}
+		if out, err := rp.CombinedOutput(); err == nil || !strings.Contains(string(out), "refusing") || !strings.Contains(string(out), refused.why) {
+			t.Errorf("replayer %v %s: err %v, want a refusal naming %q; output %s", refused.args, refused.env, err, refused.why, out)
 		}
 	}
 	rp := exec.Command(replayerBin, "--projections", "trending,bestsellers", "--wipe", "--yes")

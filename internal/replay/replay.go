@@ -16,6 +16,7 @@ import (
 	"projector/internal/app"
 	"projector/internal/apply"
 	"projector/internal/config"
+	"projector/internal/fingerprint"
 	"projector/pkg/projections"
 )
 
@@ -79,6 +80,13 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 	status, err := rdb.HGet(ctx, keys.Meta(), "status").Result()
 	if err != nil && err != redis.Nil {
 		return sum, fmt.Errorf("read %s: %w", keys.Meta(), err)
+	}
+	diffs, err := fingerprint.Disagreements(ctx, rdb, cfg.Redis.KeyPrefix, fingerprint.Of(cfg))
+	if err != nil {
+		return sum, err
+	}
+	if len(diffs) > 0 {
+		return sum, fmt.Errorf("refusing: the configuration disagrees with the running consumers' (%s); use theirs", strings.Join(diffs, "; "))
 	}
 	if status == apply.StatusReady {
 		if len(opts.Projections) == 0 {
