@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -15,9 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"projector/internal/app"
-	"projector/internal/config"
 	"projector/internal/embedded"
-	"projector/internal/obs"
 )
 
 func main() {
@@ -31,26 +28,12 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fs := pflag.NewFlagSet("consumer", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fl := config.Register(fs)
 	demoRate := fs.Int("demo-rate", 2000, "embedded mode: generated events per second (0: as fast as possible)")
-	if err := fs.Parse(args); err != nil {
-		if err == pflag.ErrHelp {
-			return 0
-		}
-		fmt.Fprintln(stderr, "config:", err)
-		return 2
+	cfg, log, code := app.Setup(fs, args, environ, stderr)
+	if log == nil {
+		return code
 	}
-	cfg, err := config.Load(fl, environ)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return config.ExitCode(err)
-	}
-	log, err := obs.NewLogger(cfg.Log.Level, cfg.Log.Format, obs.IsTerminal(os.Stderr))
-	if err != nil {
-		fmt.Fprintln(stderr, "config: log:", err)
-		return 2
-	}
+	var err error
 	defer func() { _ = log.Sync() }()
 	if cfg.Embedded {
 		log.Info("no kafka.brokers and no redis.addrs configured: running the embedded demo")

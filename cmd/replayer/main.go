@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
-	"projector/internal/config"
+	"projector/internal/app"
 	"projector/internal/obs"
 	"projector/internal/replay"
 )
@@ -28,8 +28,6 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fs := pflag.NewFlagSet("replayer", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fl := config.Register(fs)
 	projs := fs.StringSlice("projections", nil, "projections to rebuild (default: all enabled ones)")
 	wipe := fs.Bool("wipe", false, "delete the selected projections' keys first (needs --yes)")
 	yes := fs.Bool("yes", false, "confirm --wipe")
@@ -37,12 +35,9 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	to := fs.String("to", "committed", "replay up to the group's committed offsets, or to the 'latest' offsets (then committed for the group)")
 	partial := fs.Bool("allow-partial", false, "rebuild even though Kafka no longer holds the beginning of the log")
 	batch := fs.Int("batch", 5000, "records applied per batch")
-	if err := fs.Parse(args); err != nil {
-		if err == pflag.ErrHelp {
-			return 0
-		}
-		fmt.Fprintln(stderr, "config:", err)
-		return 2
+	cfg, log, code := app.Setup(fs, args, environ, stderr)
+	if log == nil {
+		return code
 	}
 	if *to != "committed" && *to != "latest" {
 		fmt.Fprintf(stderr, "config: --to: must be committed or latest (got %q)\n", *to)
@@ -52,18 +47,8 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "config: --wipe: deletes keys; confirm with --yes")
 		return 2
 	}
-	cfg, err := config.Load(fl, environ)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return config.ExitCode(err)
-	}
 	if cfg.Embedded {
 		fmt.Fprintln(stderr, "config: kafka.brokers: the replayer needs the brokers and Redis of the consumers (no embedded mode)")
-		return 2
-	}
-	log, err := obs.NewLogger(cfg.Log.Level, cfg.Log.Format, obs.IsTerminal(os.Stderr))
-	if err != nil {
-		fmt.Fprintln(stderr, "config: log:", err)
 		return 2
 	}
 	defer func() { _ = log.Sync() }()
