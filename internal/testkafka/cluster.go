@@ -63,7 +63,7 @@ func StartCluster(tb testing.TB, brokers int, opts ...Option) *Cluster {
 			tb.Logf("testkafka: %d-broker cluster %s started in %s", brokers, strings.Join(c.Addrs(), ","), time.Since(begin).Round(time.Millisecond))
 			return c
 		}
-		c.Kill()
+		c.each((*Broker).Kill)
 		if attempt < startAttempts && portInUse(out) {
 			continue
 		}
@@ -109,11 +109,9 @@ func (c *Cluster) WaitInSync(tb testing.TB, topic string) {
 	}
 }
 
-// Stop stops every node gracefully, all at once.
+// Stop stops every node gracefully, all at once (one by one, the last
+// nodes would wait for a controller quorum that is already gone).
 func (c *Cluster) Stop() { c.each((*Broker).Stop) }
-
-// Kill SIGKILLs every node. Cleanup does this too.
-func (c *Cluster) Kill() { c.each((*Broker).Kill) }
 
 // each runs f on every node concurrently and waits.
 func (c *Cluster) each(f func(*Broker)) {

@@ -62,6 +62,13 @@ func TestClusterSurvivesKilledBroker(t *testing.T) {
 	if p := readPartitions(t, victim.Addr(), topic); len(p) != partitions {
 		t.Fatalf("restarted %s reports %d partitions of %s, want %d", victim, len(p), topic, partitions)
 	}
+
+	c.Stop()
+	for _, b := range c.Brokers() {
+		if b.Running() {
+			t.Fatalf("%s still running after Cluster.Stop", b)
+		}
+	}
 }
 
 // readPartitions returns the topic's partitions as the broker at addr sees

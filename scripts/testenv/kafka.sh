@@ -14,6 +14,7 @@
 #       write DIR/server.properties, format DIR/data with a random cluster id,
 #       start the JVM in the background (pid in DIR/broker.pid, log in
 #       DIR/broker.log), wait until it serves, print the bootstrap address.
+#       A DIR already formatted keeps its data (delete it for a fresh node).
 #   kafka.sh start-cluster [--brokers N] [--base-port P] [--data ROOT]
 #                  [--heap SIZE] [--timeout SECS] [--prop k=v]... [--owner-pid PID]
 #       Start N (default 3) combined nodes forming one KRaft quorum; node i
@@ -28,6 +29,10 @@
 #   kafka.sh stop-all [--data ROOT] [--timeout SECS]
 #       Stop every node whose files are under ROOT (default <run>), in parallel.
 #
+# Node defaults: auto.create.topics.enable=true, num.partitions=1, internal
+# topics with one partition, group.initial.rebalance.delay.ms=0,
+# broker.session.timeout.ms=4000 (a SIGKILLed node is fenced, and may
+# register again, after 4s).
 # --prop k=v (repeatable) appends a broker property after the defaults, so it
 # overrides them: --prop message.max.bytes=3145728
 # --prop auto.create.topics.enable=false
@@ -107,12 +112,14 @@ need_runtime() {
 # jvm_opts SIZE prints the JVM options of a node with a SIZE heap: Kafka's
 # own KAFKA_HEAP_OPTS and KAFKA_JVM_PERFORMANCE_OPTS with a smaller heap, plus
 # C1-only JIT (TieredStopAtLevel=1: starts ~1s faster and spends less CPU on
-# compiling, which matters with several brokers on 2 cores), then
+# compiling, which matters with several brokers on 2 cores) and no
+# /tmp/hsperfdata files (-UsePerfData: jps does not list the brokers), then
 # $PROJECTOR_KAFKA_JVM_OPTS, which wins (e.g. -XX:TieredStopAtLevel=4).
 jvm_opts() {
 	echo "-Xms$1 -Xmx$1 -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20" \
 		"-XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent" \
-		"-XX:MaxInlineLevel=15 -XX:TieredStopAtLevel=1 -Djava.awt.headless=true" \
+		"-XX:MaxInlineLevel=15 -XX:TieredStopAtLevel=1 -XX:-UsePerfData" \
+		"-Djava.awt.headless=true" \
 		"-Dlog4j2.configurationFile=$POM_DIR/log4j2.properties" \
 		"${PROJECTOR_KAFKA_JVM_OPTS:-}"
 }
@@ -239,7 +246,7 @@ watchdog() {
 }
 
 # wait_ready DIR TIMEOUT waits until the node of DIR logs "Kafka Server
-# started"; on failure it kills the node and shows its log.
+# started"; on failure it shows why (the caller kills the node).
 wait_ready() {
 	local dir=$1 timeout=$2 pid deadline
 	pid=$(cat "$dir/broker.pid")
@@ -249,17 +256,27 @@ wait_ready() {
 			return 0
 		fi
 		if ! alive "$pid"; then
-			echo "kafka.sh: node of $dir exited during start-up; last lines of $dir/broker.log:" >&2
-			tail -n 40 "$dir/broker.log" >&2 || true
+			echo "kafka.sh: node of $dir exited during start-up" >&2
+			show_failure "$dir"
 			return 1
 		fi
 		if ((SECONDS >= deadline)); then
-			echo "kafka.sh: node of $dir not serving after ${timeout}s; last lines of $dir/broker.log:" >&2
-			tail -n 40 "$dir/broker.log" >&2 || true
+			echo "kafka.sh: node of $dir not serving after ${timeout}s" >&2
+			show_failure "$dir"
 			return 1
 		fi
 		sleep 0.2
 	done
+}
+
+# show_failure DIR prints the first errors (each with the line after it,
+# usually the exception) and the last lines of the node's log.
+show_failure() {
+	local log=$1/broker.log
+	echo "kafka.sh: first errors in $log:" >&2
+	grep -m 5 -A 1 -E '\] (ERROR|FATAL) ' "$log" >&2 || echo "(none)" >&2
+	echo "kafka.sh: last lines of $log:" >&2
+	tail -n 15 "$log" >&2 || true
 }
 
 # check_port NAME VALUE fails unless VALUE is a TCP port number.
