@@ -9,9 +9,16 @@ import (
 	"go.uber.org/zap"
 )
 
+// pendingPrefix marks the dead-letter intent fields in the gate: records of a
+// partition up to that offset may have been written to the dead-letter topic
+// by a process that stopped before recording that it had.
+const pendingPrefix = "p:"
+
 // deadLetter publishes poison records to the dead-letter topic (same key and
-// value, headers error, source-topic, source-partition, source-offset), except
-// those an earlier delivery of the batch already published.
+// value, headers error, source-topic, source-partition, source-offset), each
+// exactly once: it records the intent, writes, then records completion; a
+// redelivered record whose intent was recorded but not its completion is
+// looked up in the dead-letter topic before it is written again.
 func (c *Consumer) deadLetter(ctx context.Context, bad []Poison) error {
 	if len(bad) == 0 {
 		return nil
@@ -22,20 +29,44 @@ func (c *Consumer) deadLetter(ctx context.Context, bad []Poison) error {
 		f := field(p.Msg.Topic, p.Msg.Partition)
 		if !seen[f] {
 			seen[f] = true
-			fields = append(fields, f)
+			fields = append(fields, f, pendingPrefix+f)
 		}
 	}
-	done, err := c.gate.Done(ctx, fields)
+	marks, err := c.gate.Done(ctx, fields)
 	if err != nil {
 		return fmt.Errorf("read dead-letter marks: %w", err)
 	}
-	var out []kafka.Message
-	marks := map[string]int64{}
+	var todo, uncertain []Poison
 	for _, p := range bad {
 		f := field(p.Msg.Topic, p.Msg.Partition)
-		if d, ok := done[f]; ok && p.Msg.Offset <= d {
+		if d, ok := marks[f]; ok && p.Msg.Offset <= d {
 			continue
 		}
+		if d, ok := marks[pendingPrefix+f]; ok && p.Msg.Offset <= d {
+			uncertain = append(uncertain, p)
+			continue
+		}
+		todo = append(todo, p)
+	}
+	if len(uncertain) > 0 {
+		present, err := c.findDeadLetters(ctx)
+		if err != nil {
+			return fmt.Errorf("look for earlier dead letters: %w", err)
+		}
+		for _, p := range uncertain {
+			if !present[origin(p.Msg.Topic, p.Msg.Partition, p.Msg.Offset)] {
+				todo = append(todo, p)
+			}
+		}
+	}
+	if len(todo) == 0 {
+		return c.mark(ctx, bad, "")
+	}
+	if err := c.mark(ctx, todo, pendingPrefix); err != nil {
+		return err
+	}
+	out := make([]kafka.Message, 0, len(todo))
+	for _, p := range todo {
 		m := p.Msg
 		out = append(out, kafka.Message{Key: m.Key, Value: m.Value, Headers: []kafka.Header{
 			{Key: "error", Value: []byte(p.Reason)},
@@ -43,27 +74,100 @@ func (c *Consumer) deadLetter(ctx context.Context, bad []Poison) error {
 			{Key: "source-partition", Value: []byte(strconv.Itoa(m.Partition))},
 			{Key: "source-offset", Value: []byte(strconv.FormatInt(m.Offset, 10))},
 		}})
-		marks[f] = max(marks[f], m.Offset)
 		c.log.Warn("poison record dead-lettered", zap.String("topic", m.Topic), zap.Int("partition", m.Partition),
 			zap.Int64("offset", m.Offset), zap.String("reason", p.Reason))
-	}
-	if len(out) == 0 {
-		return nil
 	}
 	if err := c.dlq.WriteMessages(ctx, out...); err != nil {
 		return fmt.Errorf("write %d records to dead-letter topic %s: %w", len(out), c.opts.DLQTopic, err)
 	}
-	for _, m := range out {
-		c.metrics.DeadLettered.WithLabelValues(string(headerValue(m, "source-topic"))).Inc()
+	for _, p := range todo {
+		c.metrics.DeadLettered.WithLabelValues(p.Msg.Topic).Inc()
+	}
+	return c.mark(ctx, bad, "")
+}
+
+// mark raises the gate's fields (prefix + "topic:partition") to the highest offset of recs.
+func (c *Consumer) mark(ctx context.Context, recs []Poison, prefix string) error {
+	marks := map[string]int64{}
+	for _, p := range recs {
+		f := prefix + field(p.Msg.Topic, p.Msg.Partition)
+		marks[f] = max(marks[f], p.Msg.Offset)
 	}
 	return c.retry(ctx, "dead-letter mark", func(ctx context.Context) error { return c.gate.Mark(ctx, marks) })
 }
 
-func headerValue(m kafka.Message, key string) []byte {
-	for _, h := range m.Headers {
-		if h.Key == key {
-			return h.Value
+func origin(topic string, partition int, offset int64) string {
+	return topic + "/" + strconv.Itoa(partition) + "/" + strconv.FormatInt(offset, 10)
+}
+
+// lookBack is how many of the newest records of each dead-letter partition
+// findDeadLetters reads.
+const lookBack = 5000
+
+// findDeadLetters returns the origins (topic/partition/offset) of the newest
+// records of the dead-letter topic.
+func (c *Consumer) findDeadLetters(ctx context.Context) (map[string]bool, error) {
+	client := &kafka.Client{Addr: kafka.TCP(c.opts.Brokers...)}
+	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{c.opts.DLQTopic}})
+	if err != nil {
+		return nil, err
+	}
+	req := map[string][]kafka.OffsetRequest{}
+	for _, t := range meta.Topics {
+		if t.Error != nil {
+			return map[string]bool{}, nil // no dead-letter topic: nothing was written
+		}
+		for _, p := range t.Partitions {
+			req[t.Name] = append(req[t.Name], kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
 		}
 	}
-	return nil
+	offs, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: req})
+	if err != nil {
+		return nil, err
+	}
+	present := map[string]bool{}
+	for topic, ps := range offs.Topics {
+		for _, p := range ps {
+			if p.Error != nil {
+				return nil, p.Error
+			}
+			if p.LastOffset <= p.FirstOffset {
+				continue
+			}
+			if err := c.readOrigins(ctx, topic, p.Partition, max(p.FirstOffset, p.LastOffset-lookBack), p.LastOffset, present); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return present, nil
+}
+
+// readOrigins adds the source headers of records [from, end) of one partition to present.
+func (c *Consumer) readOrigins(ctx context.Context, topic string, partition int, from, end int64, present map[string]bool) error {
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: c.opts.Brokers, Topic: topic, Partition: partition, MaxBytes: 10 << 20})
+	defer r.Close()
+	if err := r.SetOffset(from); err != nil {
+		return err
+	}
+	for {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			return err
+		}
+		var t, part, off string
+		for _, h := range m.Headers {
+			switch h.Key {
+			case "source-topic":
+				t = string(h.Value)
+			case "source-partition":
+				part = string(h.Value)
+			case "source-offset":
+				off = string(h.Value)
+			}
+		}
+		present[t+"/"+part+"/"+off] = true
+		if m.Offset >= end-1 {
+			return nil
+		}
+	}
 }
