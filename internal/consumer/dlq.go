@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
@@ -107,15 +108,26 @@ const lookBack = 5000
 // findDeadLetters returns the origins (topic/partition/offset) of the newest
 // records of the dead-letter topic.
 func (c *Consumer) findDeadLetters(ctx context.Context) (map[string]bool, error) {
-	client := &kafka.Client{Addr: kafka.TCP(c.opts.Brokers...)}
-	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{c.opts.DLQTopic}})
+	present := map[string]bool{}
+	err := ReadDeadLetters(ctx, c.opts.Brokers, c.opts.DLQTopic, lookBack, func(topic string, partition int, offset int64) {
+		present[origin(topic, partition, offset)] = true
+	})
+	return present, err
+}
+
+// ReadDeadLetters calls fn with the source topic, partition and offset of each
+// of the newest lookBack records (0: all) of every partition of the
+// dead-letter topic. A missing topic has no records.
+func ReadDeadLetters(ctx context.Context, brokers []string, dlqTopic string, lookBack int64, fn func(topic string, partition int, offset int64)) error {
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
+	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{dlqTopic}})
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("read metadata of %s: %w", dlqTopic, err)
 	}
 	req := map[string][]kafka.OffsetRequest{}
 	for _, t := range meta.Topics {
 		if t.Error != nil {
-			return map[string]bool{}, nil // no dead-letter topic: nothing was written
+			return nil // no dead-letter topic: nothing was written
 		}
 		for _, p := range t.Partitions {
 			req[t.Name] = append(req[t.Name], kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
@@ -123,28 +135,31 @@ func (c *Consumer) findDeadLetters(ctx context.Context) (map[string]bool, error)
 	}
 	offs, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: req})
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("list offsets of %s: %w", dlqTopic, err)
 	}
-	present := map[string]bool{}
 	for topic, ps := range offs.Topics {
 		for _, p := range ps {
 			if p.Error != nil {
-				return nil, p.Error
+				return fmt.Errorf("offsets of %s/%d: %w", topic, p.Partition, p.Error)
 			}
-			if p.LastOffset <= p.FirstOffset {
+			from := p.FirstOffset
+			if lookBack > 0 {
+				from = max(from, p.LastOffset-lookBack)
+			}
+			if p.LastOffset <= from {
 				continue
 			}
-			if err := c.readOrigins(ctx, topic, p.Partition, max(p.FirstOffset, p.LastOffset-lookBack), p.LastOffset, present); err != nil {
-				return nil, err
+			if err := readOrigins(ctx, brokers, topic, p.Partition, from, p.LastOffset, fn); err != nil {
+				return fmt.Errorf("read %s/%d: %w", topic, p.Partition, err)
 			}
 		}
 	}
-	return present, nil
+	return nil
 }
 
-// readOrigins adds the source headers of records [from, end) of one partition to present.
-func (c *Consumer) readOrigins(ctx context.Context, topic string, partition int, from, end int64, present map[string]bool) error {
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: c.opts.Brokers, Topic: topic, Partition: partition, MaxBytes: 10 << 20})
+// readOrigins passes the source headers of records [from, end) of one partition to fn.
+func readOrigins(ctx context.Context, brokers []string, topic string, partition int, from, end int64, fn func(string, int, int64)) error {
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: partition, MaxBytes: 10 << 20})
 	defer r.Close()
 	if err := r.SetOffset(from); err != nil {
 		return err
@@ -165,7 +180,11 @@ func (c *Consumer) readOrigins(ctx context.Context, topic string, partition int,
 				off = string(h.Value)
 			}
 		}
-		present[t+"/"+part+"/"+off] = true
+		pn, perr := strconv.Atoi(part)
+		on, oerr := strconv.ParseInt(off, 10, 64)
+		if t != "" && perr == nil && oerr == nil {
+			fn(t, pn, on)
+		}
 		if m.Offset >= end-1 {
 			return nil
 		}
