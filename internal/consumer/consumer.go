@@ -100,6 +100,10 @@ func New(opts Options, applier Applier, meta Meta, gate DLQGate, m *obs.Metrics,
 		BatchTimeout:           time.Millisecond,
 		BatchBytes:             int64(maxBytes),
 		AllowAutoTopicCreation: true,
+		// No retries inside kafka-go: a write whose acknowledgement was lost
+		// would be written again unseen. deadLetter retries, after looking
+		// for the records in the topic.
+		MaxAttempts: 1,
 	}
 	return &Consumer{opts: opts, reader: r, dlq: w, applier: applier, meta: meta, gate: gate, metrics: m, health: h, log: log}
 }
