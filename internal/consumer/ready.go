@@ -24,14 +24,17 @@ var errShutdown = errors.New("shutting down while projections are not ready")
 
 // readiness tracks whether Redis holds usable projections (SPEC section 6).
 type readiness struct {
-	mu   sync.Mutex
-	lost bool
+	check sync.Mutex // serializes checkMeta, so the last report is the latest read
+	mu    sync.Mutex
+	lost  bool
 }
 
 // checkMeta looks at px:meta:{g} once. It creates the hash when it is missing
 // and the group has never committed (a first start); it reports data loss when
 // it is missing and the group has committed offsets. It returns the status.
 func (c *Consumer) checkMeta(ctx context.Context) (string, error) {
+	c.ready.check.Lock()
+	defer c.ready.check.Unlock()
 	status, err := c.meta.MetaStatus(ctx)
 	if err != nil {
 		return "", err
@@ -41,7 +44,12 @@ func (c *Consumer) checkMeta(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if !committed {
+		// A replayer may have finished while the offsets were read: look again,
+		// so a stale "missing" never overwrites a newer "ready".
+		if status, err = c.meta.MetaStatus(ctx); err != nil {
+			return "", err
+		}
+		if status == "" && !committed {
 			if _, err := c.meta.InitMeta(ctx, c.opts.MetaInfo); err != nil {
 				return "", err
 			}

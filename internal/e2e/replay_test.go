@@ -104,8 +104,9 @@ func runRecovery(t *testing.T, rdb redis.UniversalClient, addrs []string, mode s
 		c.dumpStacks()
 		t.Fatal(err)
 	}
-	if _, metrics := get("http://" + httpAddr + "/metrics"); !strings.Contains(metrics, "projector_redis_data_lost 0") {
-		t.Errorf("data-lost metric not reset after the replay")
+	// The consumer looks at px:meta:{g} every 3 s; the flag must be down within one look.
+	if !waitMetric(httpAddr, "projector_redis_data_lost 0", 8*time.Second) {
+		t.Errorf("data-lost metric not reset within 8 s after the replay")
 	}
 	c.term(t)
 
@@ -121,6 +122,18 @@ func runRecovery(t *testing.T, rdb redis.UniversalClient, addrs []string, mode s
 	rp.Env = cleanEnv(env)
 	if out, err := rp.CombinedOutput(); err == nil || !strings.Contains(string(out), "did not lose") {
 		t.Errorf("replayer on intact Redis: err %v, output %s", err, out)
+	}
+}
+
+// waitMetric polls /metrics until it contains line or timeout passes.
+func waitMetric(httpAddr, line string, timeout time.Duration) bool {
+	for deadline := time.Now().Add(timeout); ; time.Sleep(200 * time.Millisecond) {
+		if _, metrics := get("http://" + httpAddr + "/metrics"); strings.Contains(metrics, line) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
 	}
 }
 
