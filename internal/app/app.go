@@ -77,8 +77,8 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 		Brokers: cfg.Kafka.Brokers, GroupID: cfg.Kafka.GroupID, Topics: cfg.Kafka.Topics, DLQTopic: cfg.Kafka.DLQTopic,
 		MaxRecordBytes: cfg.Kafka.MaxRecordBytes, MaxEvents: cfg.Batch.MaxEvents, MaxWait: cfg.Batch.MaxWait,
 		MetaKey: projections.Keys{Prefix: cfg.Redis.KeyPrefix}.Meta(),
-		Publish: func(ctx context.Context) error {
-			return fingerprint.Publish(ctx, rdb, cfg.Redis.KeyPrefix, processName(), fingerprint.Of(cfg))
+		Publish: func(ctx context.Context, ack string) error {
+			return fingerprint.Publish(ctx, rdb, cfg.Redis.KeyPrefix, processName(), fingerprint.Of(cfg), ack)
 		},
 		Withdraw: func(ctx context.Context) error {
 			return fingerprint.Withdraw(ctx, rdb, cfg.Redis.KeyPrefix, processName())

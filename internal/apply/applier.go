@@ -78,6 +78,13 @@ type Options struct {
 	// while consumers run must not mark records the consumers have yet to
 	// apply. Records without a marker are deduplicated in memory instead.
 	CheckOnly bool
+	// Only, when set, keeps only the writes of the named projections (a
+	// replayer rebuilding some projections plans with the consumers' full
+	// configuration, so that one projection's effect on another is the same).
+	Only map[string]bool
+	// Rebuild makes the user phase that of a replayer rebuilding projections
+	// while the consumers are paused (see RebuildMode).
+	Rebuild RebuildMode
 	// WatermarkKey replaces px:wm:{g} (a replayer rebuilding one projection
 	// keeps its own watermarks; must carry the {g} hash tag).
 	WatermarkKey string
@@ -169,7 +176,14 @@ func (a *Applier) apply(ctx context.Context, recs []Record, ranges []Range) (Res
 	for _, u := range order {
 		all = append(all, groups[u]...)
 	}
-	if err := a.applyUsers(ctx, groups, order, &res); err != nil {
+	if a.opts.Rebuild != RebuildNone {
+		if err := a.rebuildUsers(ctx, groups, order, &res); err != nil {
+			return res, err
+		}
+		if a.opts.Rebuild == RebuildMarked {
+			return res, nil
+		}
+	} else if err := a.applyUsers(ctx, groups, order, &res); err != nil {
 		return res, err
 	}
 	var done []*item
@@ -218,6 +232,9 @@ func (a *Applier) plan(recs []Record, wms map[string]string, now time.Time, res 
 		}
 		seen[dk] = true
 		for _, w := range a.planner.Plan(*ev, now, nil) {
+			if a.opts.Only != nil && !a.opts.Only[w.Projection] {
+				continue
+			}
 			if w.Global {
 				it.global = append(it.global, w)
 			} else {

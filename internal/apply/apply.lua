@@ -6,8 +6,9 @@
 --   If any marker exists, nothing is written and {0, i1, v1, i2, v2, ...} is returned
 --   (i: 1-based marker index, v: stored origin). Otherwise all markers are set.
 -- mode g: ARGV[2]=watermark hash, ARGV[3]=n, then n x (field, firstOffset, lastOffset).
---   KEYS[2], when given, is the meta hash: unless its status is "ready", nothing is written and
---   {-1, status} is returned (Redis lost its data, or a replay is running).
+--   KEYS[2], when given, is the meta hash: unless its status is "ready" or "paused" (a batch
+--   planned before a pause completes), nothing is written and {-1, status} is returned
+--   (Redis lost its data, or a replay is running).
 --   If any stored watermark >= its firstOffset, nothing is written and
 --   {0, i1, wm1, ...} is returned. Otherwise the fields are set to lastOffset.
 --   Then m, and m x (field, value): the hold:<projection> fields of the meta
@@ -68,7 +69,7 @@ else
         nholds = nholds + 1
       end
     end
-    if status ~= 'ready' then
+    if status ~= 'ready' and status ~= 'paused' then
       return {-1, status or ''}
     end
     if nholds ~= m then

@@ -12,7 +12,14 @@ import (
 const (
 	StatusReady      = "ready"
 	StatusRebuilding = "rebuilding"
+	// StatusPaused: a replayer rebuilds projections with per-user keys and
+	// asked the consumers to stop between batches (the meta field PauseField
+	// holds its token, which each consumer acknowledges in px:cfg:{g}).
+	StatusPaused = "paused"
 )
+
+// PauseField is the meta field holding the token of a pause.
+const PauseField = "pause"
 
 // MetaStatus returns the status field of px:meta:{g} ("" when the hash is missing).
 func (a *Applier) MetaStatus(ctx context.Context) (string, error) {
@@ -46,4 +53,17 @@ func (a *Applier) InitMeta(ctx context.Context, info map[string]string) (bool, e
 		return true, fmt.Errorf("write %s: %w", key, err)
 	}
 	return true, nil
+}
+
+// PauseToken returns the token of the pause in force ("" when status is not paused).
+func (a *Applier) PauseToken(ctx context.Context) (string, error) {
+	vals, err := a.rdb.HMGet(ctx, a.keys.Meta(), "status", PauseField).Result()
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", a.keys.Meta(), err)
+	}
+	if s, _ := vals[0].(string); s != StatusPaused {
+		return "", nil
+	}
+	tok, _ := vals[1].(string)
+	return tok, nil
 }

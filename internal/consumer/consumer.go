@@ -31,9 +31,9 @@ type Options struct {
 	// MetaInfo is recorded in px:meta:{g} when a first start creates it.
 	MetaInfo map[string]string
 	// Publish, when set, is called every few seconds to publish the
-	// consumer's settings (so a replayer can check it agrees), and Withdraw
-	// when the consumer stops.
-	Publish  func(ctx context.Context) error
+	// consumer's settings (so a replayer can check it agrees) and the pause
+	// token it acknowledges, and Withdraw when the consumer stops.
+	Publish  func(ctx context.Context, ack string) error
 	Withdraw func(ctx context.Context) error
 	// ShutdownGrace bounds how long a batch in flight may still retry Redis
 	// after the context ends (default 30s); past it the batch is left uncommitted.
@@ -63,6 +63,7 @@ type Consumer struct {
 	meta    Meta
 	gate    DLQGate
 	ready   readiness
+	pause   pausing
 	metrics *obs.Metrics
 	health  *obs.Health
 	log     *zap.Logger

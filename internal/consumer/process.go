@@ -66,7 +66,9 @@ func (c *Consumer) process(ctx context.Context, msgs []kafka.Message) error {
 	if err := c.retry(wctx, "apply", func(wctx context.Context) error {
 		for {
 			var err error
+			c.pause.applying.Lock()
 			res, err = c.applier.Apply(wctx, recs, ranges)
+			c.pause.applying.Unlock()
 			var nr *apply.NotReadyError
 			if !errors.As(err, &nr) {
 				return err

@@ -16,6 +16,7 @@ import (
 // Meta is the part of the applier that reads and creates px:meta:{g}.
 type Meta interface {
 	MetaStatus(ctx context.Context) (string, error)
+	PauseToken(ctx context.Context) (string, error)
 	InitMeta(ctx context.Context, info map[string]string) (bool, error)
 }
 
@@ -97,6 +98,7 @@ func (c *Consumer) waitReady(ctx context.Context) error {
 		if err != nil {
 			c.log.Warn("check projections meta", zap.Error(err))
 		}
+		c.ackPause(ctx)
 		select {
 		case <-ctx.Done():
 			return errShutdown
@@ -110,7 +112,7 @@ func (c *Consumer) publish(ctx context.Context) {
 	if c.opts.Publish == nil {
 		return
 	}
-	if err := c.opts.Publish(ctx); err != nil && ctx.Err() == nil {
+	if err := c.opts.Publish(ctx, c.pause.acked()); err != nil && ctx.Err() == nil {
 		c.log.Debug("publish settings", zap.Error(err))
 	}
 }
@@ -128,7 +130,9 @@ func (c *Consumer) watchMeta(ctx context.Context) {
 			if _, err := c.checkMeta(ctx); err != nil && ctx.Err() == nil {
 				c.log.Debug("check projections meta", zap.Error(err))
 			}
-			c.publish(ctx)
+			if !c.ackPause(ctx) {
+				c.publish(ctx)
+			}
 		}
 	}
 }

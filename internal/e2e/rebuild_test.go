@@ -13,10 +13,12 @@ import (
 	"projector/pkg/projections"
 )
 
-// TestRebuildWhileRunning: trending and bestsellers are switched on after the
-// consumers have run without them; the replayer rebuilds them from the log
-// while a consumer keeps running and production goes on. The end state equals
-// the model with every projection on: no gap, no double count.
+// TestRebuildWhileRunning: trending, bestsellers, last_viewed and stats are
+// switched on after the consumers have run without them; the replayer
+// rebuilds them from the log while a consumer keeps running and production
+// goes on: the global ones held in the consumer, the per-user ones with the
+// consumer paused between batches. The end state equals the model with every
+// projection on: no gap, no double count.
 func TestRebuildWhileRunning(t *testing.T) {
 	ctx := context.Background()
 	topics := []string{"shop.views", "shop.clicks", "shop.orders"}
@@ -42,7 +44,8 @@ func TestRebuildWhileRunning(t *testing.T) {
 		"PROJECTOR_HTTP_ADDR=127.0.0.1:0",
 	}
 	old := startConsumer(t, append(env[:len(env):len(env)],
-		"PROJECTOR_PROJECTIONS_TRENDING_ENABLED=false", "PROJECTOR_PROJECTIONS_BESTSELLERS_ENABLED=false"))
+		"PROJECTOR_PROJECTIONS_TRENDING_ENABLED=false", "PROJECTOR_PROJECTIONS_BESTSELLERS_ENABLED=false",
+		"PROJECTOR_PROJECTIONS_LAST_VIEWED_ENABLED=false", "PROJECTOR_PROJECTIONS_STATS_ENABLED=false"))
 	waitGroupMembers(t, brokers, "projector", 1)
 	time.Sleep(2 * time.Second)
 	old.term(t)
@@ -56,7 +59,7 @@ func TestRebuildWhileRunning(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	go produce(ctx, brokers, log[b:], 100, 100*time.Millisecond, done)
+	go produce(ctx, brokers, log[b:], 20, 100*time.Millisecond, done)
 
 	time.Sleep(3500 * time.Millisecond) // the consumer publishes its settings every 3 s
 	for _, refused := range []struct {
@@ -65,7 +68,7 @@ func TestRebuildWhileRunning(t *testing.T) {
 		why  string
 	}{
 		{[]string{"--projections", "trending"}, "", "--wipe"},
-		{[]string{"--projections", "last_viewed", "--wipe", "--yes"}, "", "per-user keys"},
+		{[]string{"--projections", "last_viewed"}, "", "--wipe"},
 		{[]string{"--projections", "trending", "--wipe", "--yes"}, "PROJECTOR_TIME_ZONE=America/New_York", "disagrees"},
 	} {
 		rp := exec.Command(replayerBin, refused.args...)
@@ -77,13 +80,15 @@ func TestRebuildWhileRunning(t *testing.T) {
 			t.Errorf("replayer %v %s: err %v, want a refusal naming %q; output %s", refused.args, refused.env, err, refused.why, out)
 		}
 	}
-	rp := exec.Command(replayerBin, "--projections", "trending,bestsellers", "--wipe", "--yes")
-	rp.Env = cleanEnv(env)
-	out, err := rp.CombinedOutput()
-	if err != nil {
-		t.Fatalf("replayer: %v\n%s", err, out)
+	for _, names := range []string{"trending,bestsellers", "last_viewed,stats"} {
+		rp := exec.Command(replayerBin, "--projections", names, "--wipe", "--yes")
+		rp.Env = cleanEnv(env)
+		out, err := rp.CombinedOutput()
+		if err != nil {
+			t.Fatalf("replayer --projections %s: %v\n%s", names, err, out)
+		}
+		t.Logf("replayer --projections %s: %s", names, tail(string(out), 300))
 	}
-	t.Logf("replayer: %s", tail(string(out), 300))
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +99,9 @@ func TestRebuildWhileRunning(t *testing.T) {
 	c.term(t)
 	if n := srv.Client().HLen(ctx, "px:meta:{g}").Val(); n == 0 || srv.Client().HExists(ctx, "px:meta:{g}", "hold:trending").Val() {
 		t.Errorf("the hold was not released")
+	}
+	if st := srv.Client().HGet(ctx, "px:meta:{g}", "status").Val(); st != "ready" {
+		t.Errorf("meta status after the rebuilds: %q, want ready", st)
 	}
 	opts := refmodel.Options{Projections: projections.Defaults(), Location: time.UTC, Window: 24 * time.Hour, Now: start,
 		Settle: time.Now().Add(5 * time.Second)}

@@ -44,11 +44,15 @@ func Key(prefix string) string { return projections.Keys{Prefix: prefix}.Global(
 type published struct {
 	AtMs     int64    `json:"at_ms"`
 	Settings Settings `json:"settings"`
+	// Ack is the token of the last pause (px:meta:{g} status paused) the
+	// process acknowledged: it has no batch in flight and applies none until
+	// the pause ends.
+	Ack string `json:"ack,omitempty"`
 }
 
-// Publish records the settings of one consumer process.
-func Publish(ctx context.Context, rdb redis.UniversalClient, prefix, process string, s Settings) error {
-	b, err := json.Marshal(published{AtMs: time.Now().UnixMilli(), Settings: s})
+// Publish records the settings of one consumer process and the pause token it acknowledges.
+func Publish(ctx context.Context, rdb redis.UniversalClient, prefix, process string, s Settings, ack string) error {
+	b, err := json.Marshal(published{AtMs: time.Now().UnixMilli(), Settings: s, Ack: ack})
 	if err != nil {
 		return fmt.Errorf("encode settings: %w", err)
 	}
@@ -64,6 +68,27 @@ func Publish(ctx context.Context, rdb redis.UniversalClient, prefix, process str
 // Withdraw removes a stopping process's settings.
 func Withdraw(ctx context.Context, rdb redis.UniversalClient, prefix, process string) error {
 	return rdb.HDel(ctx, Key(prefix), process).Err()
+}
+
+// Unacked lists the running consumer processes (refreshed within TTL) that
+// have not acknowledged the pause token.
+func Unacked(ctx context.Context, rdb redis.UniversalClient, prefix, token string) ([]string, error) {
+	all, err := rdb.HGetAll(ctx, Key(prefix)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", Key(prefix), err)
+	}
+	var out []string
+	for process, raw := range all {
+		var p published
+		if err := json.Unmarshal([]byte(raw), &p); err != nil || time.Since(time.UnixMilli(p.AtMs)) > TTL {
+			continue
+		}
+		if p.Ack != token {
+			out = append(out, process)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // Disagreements compares s with every running consumer's published settings

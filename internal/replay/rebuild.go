@@ -31,7 +31,10 @@ end
 for j = 2 + 2 * n, #ARGV do redis.call('HDEL', KEYS[2], ARGV[j]) end
 return 1`)
 
-// rebuild rebuilds global projections while the consumers keep running:
+// rebuild rebuilds the named projections while the consumers keep running.
+// Projections with per-user keys are rebuilt with the consumers paused
+// between batches (pauseRebuild); global ones are held instead, and the
+// consumers go on with everything else:
 //  1. hold:P = * — from the next batch on, consumers leave P out entirely
 //     (their global script refuses a batch planned under other holds);
 //  2. P's keys are wiped; T = the last offset of every partition now;
@@ -40,18 +43,20 @@ return 1`)
 //  4. the replay writes P for every record <= T (own watermarks, same dedupe);
 //  5. when every consumer watermark has reached T, the hold is deleted
 //     atomically. Each record's P effects are thus applied exactly once.
-func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.UniversalClient, sel projections.Config, names []string, log *zap.Logger) (Summary, error) {
+func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.UniversalClient, names []string, log *zap.Logger) (Summary, error) {
 	start := time.Now()
 	sum := Summary{ByType: map[string]int64{}}
+	perUser := false
 	for _, n := range names {
-		if !globalOnly[n] {
-			return sum, fmt.Errorf("refusing: rebuilding %s while consumers run is not supported (it has per-user keys); only bestsellers, product_views, recent_orders and trending can be rebuilt this way", n)
-		}
+		perUser = perUser || !globalOnly[n]
 	}
 	if !opts.Wipe {
 		return sum, fmt.Errorf("refusing: rebuilding %s replaces its keys; pass --wipe --yes", strings.Join(names, ","))
 	}
 	keys := projections.Keys{Prefix: cfg.Redis.KeyPrefix}
+	if st, _ := rdb.HGet(ctx, keys.Meta(), "status").Result(); st == apply.StatusPaused {
+		perUser = true // an earlier pause did not end: finish with the consumers paused
+	}
 	plan, err := planRanges(ctx, cfg, true)
 	if err != nil {
 		return sum, err
@@ -60,8 +65,12 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 		return sum, fmt.Errorf("refusing: Kafka no longer holds the beginning of the log (%s); pass --allow-partial to rebuild from what is left", strings.Join(gaps, ", "))
 	}
 	if opts.DryRun {
-		fmt.Fprintf(opts.Progress, "dry run: would hold %v in the consumers, wipe %v, replay them from %s up to the consumers' watermarks, then release\n",
-			names, patterns(cfg.Redis.KeyPrefix, names), plan.String())
+		how := "hold them in the consumers"
+		if perUser {
+			how = "pause the consumers between batches"
+		}
+		fmt.Fprintf(opts.Progress, "dry run: would %s, wipe %v, replay them from %s up to the consumers' watermarks, then hand them back\n",
+			how, patterns(cfg.Redis.KeyPrefix, names), plan.String())
 		return sum, nil
 	}
 	l, err := acquireLease(ctx, rdb, keys.Global("px:lease"), hostname(), 30*time.Second)
@@ -69,6 +78,11 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 		return sum, err
 	}
 	defer l.release(context.WithoutCancel(ctx))
+	if perUser {
+		err := pauseRebuild(ctx, cfg, opts, rdb, names, &sum, log)
+		sum.Duration = time.Since(start)
+		return sum, err
+	}
 	var holdFields []string
 	setHolds := func(value string) error {
 		var vals []any
@@ -110,13 +124,8 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 	if err := setHolds(apply.HoldUpTo(upTo)); err != nil {
 		return sum, fmt.Errorf("hold %v up to %s: %w", names, plan.String(), err)
 	}
-	planner, err := projections.NewPlanner(sel, cfg.Location, cfg.Redis.KeyPrefix)
+	applier, err := rebuildApplier(ctx, cfg, rdb, names, apply.Options{WatermarkKey: rwm, CheckOnly: true})
 	if err != nil {
-		return sum, err
-	}
-	applier := apply.New(rdb, planner, apply.Options{Window: cfg.Idempotency.Window, Location: cfg.Location,
-		KeyPrefix: cfg.Redis.KeyPrefix, Now: time.Now, IgnoreMeta: true, WatermarkKey: rwm, CheckOnly: true})
-	if err := applier.LoadScript(ctx); err != nil {
 		return sum, err
 	}
 	prog := newProgress(opts.Progress, opts.Terminal, plan.total())

@@ -88,11 +88,11 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 	if len(diffs) > 0 {
 		return sum, fmt.Errorf("refusing: the configuration disagrees with the running consumers' (%s); use theirs", strings.Join(diffs, "; "))
 	}
-	if status == apply.StatusReady {
+	if status == apply.StatusReady || status == apply.StatusPaused {
 		if len(opts.Projections) == 0 {
-			return sum, fmt.Errorf("refusing: %s says status ready, so Redis did not lose its data; to rebuild a projection name it with --projections (and --wipe --yes)", keys.Meta())
+			return sum, fmt.Errorf("refusing: %s says status %s, so Redis did not lose its data; to rebuild a projection name it with --projections (and --wipe --yes)", keys.Meta(), status)
 		}
-		return rebuild(ctx, cfg, opts, rdb, sel, selected(sel).enabledNames(), log)
+		return rebuild(ctx, cfg, opts, rdb, selected(sel).enabledNames(), log)
 	}
 	plan, err := planRanges(ctx, cfg, opts.ToLatest)
 	if err != nil {

@@ -1,0 +1,42 @@
+package consumer
+
+import (
+	"context"
+	"sync"
+
+	"go.uber.org/zap"
+)
+
+// pausing lets a replayer that rebuilds projections with per-user keys stop
+// the consumers between batches: it sets px:meta:{g} status paused with a
+// token; a consumer acknowledges the token (in px:cfg:{g}) only while no batch
+// of its is being applied, and every batch it starts afterwards reads the
+// paused status first and applies nothing.
+type pausing struct {
+	applying sync.Mutex // held while the applier runs on a batch
+	mu       sync.Mutex
+	token    string // the last pause token acknowledged
+}
+
+func (p *pausing) acked() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.token
+}
+
+// ackPause acknowledges a pause in force that was not acknowledged yet, and
+// publishes the acknowledgement at once. It reports whether it published.
+func (c *Consumer) ackPause(ctx context.Context) bool {
+	c.pause.applying.Lock()
+	defer c.pause.applying.Unlock()
+	tok, err := c.meta.PauseToken(ctx)
+	if err != nil || tok == "" || tok == c.pause.acked() {
+		return false
+	}
+	c.pause.mu.Lock()
+	c.pause.token = tok
+	c.pause.mu.Unlock()
+	c.log.Info("paused by a replayer rebuilding projections: no batch in flight, waiting", zap.String("token", tok))
+	c.publish(ctx)
+	return true
+}
