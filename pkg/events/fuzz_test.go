@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"projector/internal/corpus"
 	"reflect"
 	"strconv"
 	"strings"
@@ -15,15 +16,15 @@ func validSeeds() []string {
 	return []string{
 		typicalView,
 		typicalOrder,
-		rec("view", `"product_id":"p1"`),
-		rec("view", `"product_id":"p1","device":null,"store_id":"s1"`),
-		rec("click", ""),
-		rec("click", `"target_id":"t-1","extra":[1,2.5,-3e-2,true,false,null,"x",{"a":{}}]`),
-		rec("order", itemsJSON(3)),
-		rec("history_cleared", `"product_id":"ignored"`),
-		rec("history_item_removed", `"product_id":"p\u0039"`),
+		corpus.Rec("view", `"product_id":"p1"`),
+		corpus.Rec("view", `"product_id":"p1","device":null,"store_id":"s1"`),
+		corpus.Rec("click", ""),
+		corpus.Rec("click", `"target_id":"t-1","extra":[1,2.5,-3e-2,true,false,null,"x",{"a":{}}]`),
+		corpus.Rec("order", corpus.ItemsJSON(3)),
+		corpus.Rec("history_cleared", `"product_id":"ignored"`),
+		corpus.Rec("history_item_removed", `"product_id":"p\u0039"`),
 		`{"id":"a\"b\\c","type":"history_cleared","ts":946684800000,"user_id":"u"}`,
-		rec("history_cleared", `"deep":`+nest(MaxDepth-1, "")),
+		corpus.Rec("history_cleared", `"deep":`+corpus.Nest(MaxDepth-1, "")),
 	}
 }
 
@@ -45,8 +46,8 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	for _, tc := range poisonCases {
-		if len(tc.in) <= 4096 {
-			f.Add([]byte(tc.in))
+		if len(tc.In) <= 4096 {
+			f.Add([]byte(tc.In))
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -148,7 +149,7 @@ func TestFuzzSeeds(t *testing.T) {
 		}
 	}
 	for _, tc := range poisonCases {
-		inputs = append(inputs, []byte(tc.in))
+		inputs = append(inputs, []byte(tc.In))
 	}
 	for _, data := range inputs {
 		ev, err := Decode(data)
