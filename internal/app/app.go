@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"projector/internal/apply"
@@ -27,14 +26,9 @@ type Hooks struct {
 	HTTPAddr func(addr string)
 	// Metrics receives the metrics once created.
 	Metrics func(m *obs.Metrics)
-}
-
-// NewRedis returns the client for redis.mode and redis.addrs.
-func NewRedis(cfg config.RedisConfig) redis.UniversalClient {
-	if cfg.Mode == "cluster" {
-		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.Addrs, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
-	}
-	return redis.NewClient(&redis.Options{Addr: cfg.Addrs[0], ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
+	// Routes are extra handlers served on http.addr (the embedded demo's
+	// read API and dashboard).
+	Routes []obs.Route
 }
 
 // Run runs one consumer until ctx ends; it returns nil after a clean shutdown.
@@ -45,7 +39,7 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 	}
 	health := obs.NewHealth(m)
 	health.SetReady(false, "starting")
-	addr, err := obs.Serve(ctx, cfg.HTTP.Addr, obs.NewHTTPHandler(m, health), log.Named("http"))
+	addr, err := obs.Serve(ctx, cfg.HTTP.Addr, obs.NewHTTPHandler(m, health, hooks.Routes...), log.Named("http"))
 	if err != nil {
 		return fmt.Errorf("serve http on %s: %w", cfg.HTTP.Addr, err)
 	}
@@ -72,9 +66,14 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 	}
 	log.Info("projections enabled", zap.Strings("projections", planner.Enabled()), zap.String("redis_mode", cfg.Redis.Mode),
 		zap.Strings("redis", cfg.Redis.Addrs), zap.String("time_zone", cfg.TimeZone))
+	kc, err := connectKafka(ctx, cfg.Kafka, log)
+	if err != nil {
+		return err
+	}
+	defer kc.Close()
 
 	c := consumer.New(consumer.Options{
-		Brokers: cfg.Kafka.Brokers, GroupID: cfg.Kafka.GroupID, Topics: cfg.Kafka.Topics, DLQTopic: cfg.Kafka.DLQTopic,
+		Brokers: cfg.Kafka.Brokers, Kafka: kc, GroupID: cfg.Kafka.GroupID, Topics: cfg.Kafka.Topics, DLQTopic: cfg.Kafka.DLQTopic,
 		MaxRecordBytes: cfg.Kafka.MaxRecordBytes, MaxEvents: cfg.Batch.MaxEvents, MaxWait: cfg.Batch.MaxWait,
 		MetaKey: projections.Keys{Prefix: cfg.Redis.KeyPrefix}.Meta(),
 		Publish: func(ctx context.Context, ack string) error {
@@ -86,7 +85,7 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 		MetaInfo: map[string]string{"group": cfg.Kafka.GroupID, "time_zone": cfg.TimeZone,
 			"projections": strings.Join(planner.Enabled(), ",")},
 	}, applier, applier, apply.NewDLQMarks(rdb, cfg.Redis.KeyPrefix), m, health, log.Named("consumer"))
-	go consumer.MonitorLag(ctx, cfg.Kafka.Brokers, cfg.Kafka.GroupID, cfg.Kafka.Topics, m, log.Named("lag"))
+	go consumer.MonitorLag(ctx, kc, cfg.Kafka.GroupID, cfg.Kafka.Topics, m, log.Named("lag"))
 	err = c.Run(ctx)
 	health.SetReady(false, "stopping")
 	return err
@@ -99,6 +98,9 @@ func waitRedis(ctx context.Context, log *zap.Logger, health *obs.Health, f func(
 		err := f(ctx)
 		if err == nil {
 			return nil
+		}
+		if permanent(err) {
+			return redisSetupError(err)
 		}
 		health.SetReady(false, "redis unreachable: "+err.Error())
 		log.Warn("redis not ready, retrying", zap.Error(err), zap.Duration("backoff", backoff))

@@ -29,11 +29,13 @@ type Config struct {
 
 // KafkaConfig holds the `kafka.` keys.
 type KafkaConfig struct {
-	Brokers        []string `mapstructure:"brokers"`
-	GroupID        string   `mapstructure:"group_id"`
-	Topics         []string `mapstructure:"topics"`
-	DLQTopic       string   `mapstructure:"dlq_topic"`
-	MaxRecordBytes int      `mapstructure:"max_record_bytes"`
+	Brokers        []string   `mapstructure:"brokers"`
+	GroupID        string     `mapstructure:"group_id"`
+	Topics         []string   `mapstructure:"topics"`
+	DLQTopic       string     `mapstructure:"dlq_topic"`
+	MaxRecordBytes int        `mapstructure:"max_record_bytes"`
+	SASL           SASLConfig `mapstructure:"sasl"`
+	TLS            TLSConfig  `mapstructure:"tls"`
 }
 
 // RedisConfig holds the `redis.` keys.
@@ -41,6 +43,12 @@ type RedisConfig struct {
 	Mode      string   `mapstructure:"mode"` // standalone or cluster
 	Addrs     []string `mapstructure:"addrs"`
 	KeyPrefix string   `mapstructure:"key_prefix"`
+	// Username and Password authenticate with AUTH (an ACL user, or only a
+	// password for requirepass); PasswordFile is read into Password by Load.
+	Username     string    `mapstructure:"username"`
+	Password     string    `mapstructure:"password"`
+	PasswordFile string    `mapstructure:"password_file"`
+	TLS          TLSConfig `mapstructure:"tls"`
 }
 
 // IdempotencyConfig holds the `idempotency.` keys.

@@ -24,6 +24,7 @@ func validate(c *Config, s schema) error {
 	checks := []func(*Config) error{
 		checkKafka,
 		checkRedis,
+		checkSecurity,
 		checkTimeZone,
 		checkBatchHTTPLog,
 		checkProjections,

@@ -7,19 +7,22 @@ package consumer
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
 	"projector/internal/apply"
+	"projector/internal/kafkaconn"
 	"projector/internal/obs"
 )
 
 // Options configure a Consumer.
 type Options struct {
-	Brokers        []string
+	Brokers []string
+	// Kafka carries the brokers' SASL and TLS settings; nil means
+	// kafkaconn.Plain(Brokers).
+	Kafka          *kafkaconn.Conn
 	GroupID        string
 	Topics         []string
 	DLQTopic       string
@@ -52,6 +55,11 @@ type DLQGate interface {
 	Done(ctx context.Context, fields []string) (map[string]int64, error)
 	// Mark records that offsets up to offset of that partition are dead-lettered.
 	Mark(ctx context.Context, marks map[string]int64) error
+	// Claim makes owner the only one dead-lettering the partitions for ttl,
+	// unless another owner's live claim stands: then it returns that owner.
+	Claim(ctx context.Context, partitions []string, owner string, ttl time.Duration) (string, error)
+	// Release drops owner's claims.
+	Release(ctx context.Context, partitions []string, owner string) error
 }
 
 // Consumer is one member of the projector consumer group.
@@ -64,6 +72,7 @@ type Consumer struct {
 	gate    DLQGate
 	ready   readiness
 	pause   pausing
+	owner   string // names this consumer in dead-letter claims
 	metrics *obs.Metrics
 	health  *obs.Health
 	log     *zap.Logger
@@ -74,9 +83,13 @@ func New(opts Options, applier Applier, meta Meta, gate DLQGate, m *obs.Metrics,
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = 30 * time.Second
 	}
+	if opts.Kafka == nil {
+		opts.Kafka = kafkaconn.Plain(opts.Brokers)
+	}
 	maxBytes := max(10<<20, 2*opts.MaxRecordBytes+(1<<20))
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:           opts.Brokers,
+		Dialer:            opts.Kafka.Dialer(),
 		GroupID:           opts.GroupID,
 		GroupTopics:       opts.Topics,
 		MinBytes:          1,
@@ -95,6 +108,7 @@ func New(opts Options, applier Applier, meta Meta, gate DLQGate, m *obs.Metrics,
 	})
 	w := &kafka.Writer{
 		Addr:                   kafka.TCP(opts.Brokers...),
+		Transport:              opts.Kafka.Transport(),
 		Topic:                  opts.DLQTopic,
 		Balancer:               &kafka.Hash{},
 		RequiredAcks:           kafka.RequireAll,
@@ -106,7 +120,8 @@ func New(opts Options, applier Applier, meta Meta, gate DLQGate, m *obs.Metrics,
 		// for the records in the topic.
 		MaxAttempts: 1,
 	}
-	return &Consumer{opts: opts, reader: r, dlq: w, applier: applier, meta: meta, gate: gate, metrics: m, health: h, log: log}
+	return &Consumer{opts: opts, reader: r, dlq: w, applier: applier, meta: meta, gate: gate, metrics: m, health: h, log: log,
+		owner: ownerName()}
 }
 
 // Run consumes until ctx ends, then finishes the batch in flight, commits it
@@ -123,6 +138,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	go c.watchMeta(ctx)
 	c.log.Info("consuming", zap.Strings("topics", c.opts.Topics), zap.String("group", c.opts.GroupID),
 		zap.Int("batch_max_events", c.opts.MaxEvents), zap.Duration("batch_max_wait", c.opts.MaxWait))
+	backoff := fetchBackoffMin
 	for {
 		msgs, err := c.fetch(ctx)
 		if len(msgs) > 0 {
@@ -130,15 +146,33 @@ func (c *Consumer) Run(ctx context.Context) error {
 				return perr
 			}
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				c.log.Info("stopped: batch in flight committed")
-				return nil
-			}
-			return fmt.Errorf("fetch: %w", err)
+		if err == nil {
+			backoff = fetchBackoffMin
+			continue
 		}
+		if ctx.Err() != nil {
+			c.log.Info("stopped: batch in flight committed")
+			return nil
+		}
+		// kafka-go reports a failed group join (a broker restarting, the
+		// coordinator moving) and keeps reconnecting on its own: wait and go on.
+		c.metrics.KafkaFetchErrors.Inc()
+		c.log.Warn("fetch from Kafka failed; retrying", zap.Error(err), zap.Duration("backoff", backoff))
+		select {
+		case <-ctx.Done():
+			c.log.Info("stopped")
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, fetchBackoffMax)
 	}
 }
+
+// Backoff between failed fetches.
+const (
+	fetchBackoffMin = 100 * time.Millisecond
+	fetchBackoffMax = 5 * time.Second
+)
 
 func (c *Consumer) close() {
 	if err := c.reader.Close(); err != nil {

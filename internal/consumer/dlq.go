@@ -2,12 +2,17 @@ package consumer
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"os"
 	"strconv"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
+
+	"projector/internal/kafkaconn"
 )
 
 // pendingPrefix marks the dead-letter intent fields in the gate: records of a
@@ -24,15 +29,20 @@ func (c *Consumer) deadLetter(ctx context.Context, bad []Poison) error {
 	if len(bad) == 0 {
 		return nil
 	}
-	var fields []string
+	var fields, parts []string
 	seen := map[string]bool{}
 	for _, p := range bad {
 		f := field(p.Msg.Topic, p.Msg.Partition)
 		if !seen[f] {
 			seen[f] = true
 			fields = append(fields, f, pendingPrefix+f)
+			parts = append(parts, f)
 		}
 	}
+	if err := c.claim(ctx, parts); err != nil {
+		return err
+	}
+	defer func() { _ = c.gate.Release(context.WithoutCancel(ctx), parts, c.owner) }()
 	marks, err := c.gate.Done(ctx, fields)
 	if err != nil {
 		return fmt.Errorf("read dead-letter marks: %w", err)
@@ -87,6 +97,42 @@ func (c *Consumer) deadLetter(ctx context.Context, bad []Poison) error {
 	return c.mark(ctx, bad, "")
 }
 
+// claimTTL bounds how long a claim on dead-lettering a partition stands when
+// its owner stops before releasing it.
+const claimTTL = 30 * time.Second
+
+// claim waits until this consumer holds the claim on dead-lettering the
+// partitions (another consumer may be finishing the same batch after a rebalance).
+func (c *Consumer) claim(ctx context.Context, parts []string) error {
+	for logged := false; ; {
+		holder, err := c.gate.Claim(ctx, parts, c.owner, claimTTL)
+		if err != nil {
+			return err
+		}
+		if holder == "" {
+			return nil
+		}
+		if !logged {
+			c.log.Info("another consumer is dead-lettering records of these partitions: waiting for it",
+				zap.Strings("partitions", parts), zap.String("holder", holder))
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// ownerName names a consumer in dead-letter claims: host, pid and a random suffix.
+func ownerName() string {
+	h, _ := os.Hostname()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s/%d/%s", h, os.Getpid(), hex.EncodeToString(b))
+}
+
 // mark raises the gate's fields (prefix + "topic:partition") to the highest offset of recs.
 func (c *Consumer) mark(ctx context.Context, recs []Poison, prefix string) error {
 	marks := map[string]int64{}
@@ -109,7 +155,7 @@ const lookBack = 5000
 // records of the dead-letter topic.
 func (c *Consumer) findDeadLetters(ctx context.Context) (map[string]bool, error) {
 	present := map[string]bool{}
-	err := ReadDeadLetters(ctx, c.opts.Brokers, c.opts.DLQTopic, lookBack, func(topic string, partition int, offset int64) {
+	err := ReadDeadLetters(ctx, c.opts.Kafka, c.opts.DLQTopic, lookBack, func(topic string, partition int, offset int64) {
 		present[origin(topic, partition, offset)] = true
 	})
 	return present, err
@@ -118,8 +164,8 @@ func (c *Consumer) findDeadLetters(ctx context.Context) (map[string]bool, error)
 // ReadDeadLetters calls fn with the source topic, partition and offset of each
 // of the newest lookBack records (0: all) of every partition of the
 // dead-letter topic. A missing topic has no records.
-func ReadDeadLetters(ctx context.Context, brokers []string, dlqTopic string, lookBack int64, fn func(topic string, partition int, offset int64)) error {
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
+func ReadDeadLetters(ctx context.Context, conn *kafkaconn.Conn, dlqTopic string, lookBack int64, fn func(topic string, partition int, offset int64)) error {
+	client := conn.Client(10 * time.Second)
 	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{dlqTopic}})
 	if err != nil {
 		return fmt.Errorf("read metadata of %s: %w", dlqTopic, err)
@@ -149,7 +195,7 @@ func ReadDeadLetters(ctx context.Context, brokers []string, dlqTopic string, loo
 			if p.LastOffset <= from {
 				continue
 			}
-			if err := readOrigins(ctx, brokers, topic, p.Partition, from, p.LastOffset, fn); err != nil {
+			if err := readOrigins(ctx, conn, topic, p.Partition, from, p.LastOffset, fn); err != nil {
 				return fmt.Errorf("read %s/%d: %w", topic, p.Partition, err)
 			}
 		}
@@ -158,8 +204,8 @@ func ReadDeadLetters(ctx context.Context, brokers []string, dlqTopic string, loo
 }
 
 // readOrigins passes the source headers of records [from, end) of one partition to fn.
-func readOrigins(ctx context.Context, brokers []string, topic string, partition int, from, end int64, fn func(string, int, int64)) error {
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: partition, MaxBytes: 10 << 20})
+func readOrigins(ctx context.Context, conn *kafkaconn.Conn, topic string, partition int, from, end int64, fn func(string, int, int64)) error {
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: conn.Brokers(), Dialer: conn.Dialer(), Topic: topic, Partition: partition, MaxBytes: 10 << 20})
 	defer r.Close()
 	if err := r.SetOffset(from); err != nil {
 		return err

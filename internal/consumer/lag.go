@@ -8,13 +8,14 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
+	"projector/internal/kafkaconn"
 	"projector/internal/obs"
 )
 
 // MonitorLag sets projector_consumer_lag{topic,partition} every 5 seconds to
 // end offset minus the group's committed offset (kafka-go's Lag() is -1 in a group).
-func MonitorLag(ctx context.Context, brokers []string, group string, topics []string, m *obs.Metrics, log *zap.Logger) {
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}
+func MonitorLag(ctx context.Context, conn *kafkaconn.Conn, group string, topics []string, m *obs.Metrics, log *zap.Logger) {
+	client := conn.Client(5 * time.Second)
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	for {

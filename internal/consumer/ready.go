@@ -139,7 +139,7 @@ func (c *Consumer) watchMeta(ctx context.Context) {
 
 // groupHasCommits reports whether the group committed an offset for any partition of its topics.
 func (c *Consumer) groupHasCommits(ctx context.Context) (bool, error) {
-	client := &kafka.Client{Addr: kafka.TCP(c.opts.Brokers...), Timeout: 10 * time.Second}
+	client := c.opts.Kafka.Client(10 * time.Second)
 	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: c.opts.Topics})
 	if err != nil {
 		return false, fmt.Errorf("read topic metadata: %w", err)

@@ -1,13 +1,13 @@
-//go:build chaos
-
 package e2e
 
 import (
 	"context"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
 	"projector/internal/gen"
@@ -17,74 +17,102 @@ import (
 	"projector/pkg/projections"
 )
 
-// TestChaosApacheKafka: three consumers in one group on a real Apache Kafka
-// broker and a Redis with AOF on, while production goes on: consumers killed
-// (-9) and stopped and replaced (rebalances), Redis frozen for 10 seconds
-// (SIGSTOP/SIGCONT), Redis restarted, the broker restarted. At the end every
-// key equals the model and the dead-letter topic holds exactly the poison records.
-func TestChaosApacheKafka(t *testing.T) {
+// TestChaosStandalone and TestChaosCluster: three consumer processes in one
+// group on a 3-broker Apache Kafka cluster, with Redis (AOF on) standalone or
+// a 3-master Redis Cluster, while production goes on: 20 consumers killed
+// with kill -9 at random moments and replaced, consumers added and removed
+// (rebalances), one broker killed and restarted, Redis restarted, and Redis
+// frozen for 10 seconds (SIGSTOP/SIGCONT). At the end every key equals the
+// model and the dead-letter topic holds exactly the poison records, once each.
+func TestChaosStandalone(t *testing.T) { runChaos(t, "standalone") }
+
+func TestChaosCluster(t *testing.T) { runChaos(t, "cluster") }
+
+func runChaos(t *testing.T, mode string) {
 	ctx := context.Background()
 	topics := []string{"shop.views", "shop.clicks", "shop.orders"}
-	broker := testkafka.Start(t)
+	kc := testkafka.StartCluster(t, 3)
 	for _, topic := range topics {
-		broker.CreateTopic(t, topic, 4)
+		kc.CreateTopic(t, topic, 4, 3)
 	}
-	broker.CreateTopic(t, "shop.dlq", 1)
-	brokers := broker.Addrs()
-	rds := testredis.StartStandalone(t, testredis.WithAOF())
+	kc.CreateTopic(t, "shop.dlq", 1, 3)
+	brokers := kc.Addrs()
+	var nodes []*testredis.Server
+	var rdb redis.UniversalClient
+	if mode == "cluster" {
+		c := testredis.StartCluster(t, 3, testredis.WithAOF())
+		nodes, rdb = c.Nodes(), c.Client()
+	} else {
+		s := testredis.StartStandalone(t, testredis.WithAOF())
+		nodes, rdb = []*testredis.Server{s}, s.Client()
+	}
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr())
+	}
+	seed := testSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 7))
 	start := time.Now()
 	gc := gen.DefaultConfig()
-	gc.Seed = testSeed(t)
+	gc.Seed = seed
 	gc.Start, gc.Span = start.Add(-36*time.Hour), 36*time.Hour
 	log := gen.New(gc).Log(envInt("E2E_EVENTS", 9000))
-	third := len(log) / 3
-
 	env := []string{
 		"PROJECTOR_KAFKA_BROKERS=" + strings.Join(brokers, ","),
-		"PROJECTOR_REDIS_ADDRS=" + rds.Addr(),
+		"PROJECTOR_REDIS_ADDRS=" + strings.Join(addrs, ","),
+		"PROJECTOR_REDIS_MODE=" + mode,
 		"PROJECTOR_BATCH_MAX_EVENTS=200",
 		"PROJECTOR_LOG_LEVEL=warn",
 		"PROJECTOR_HTTP_ADDR=127.0.0.1:0",
 	}
 	consumers := []*proc{startConsumer(t, env), startConsumer(t, env), startConsumer(t, env)}
 	done := make(chan error, 1)
+	go produce(ctx, brokers, log, 60, 400*time.Millisecond, done)
 
-	// Part 1: consumers replaced while records flow; Redis frozen for 10 s.
-	go produce(ctx, brokers, log[:third], 100, 200*time.Millisecond, done)
-	time.Sleep(3 * time.Second)
-	consumers[0].kill9(t)
-	consumers[0] = startConsumer(t, env)
-	time.Sleep(2 * time.Second)
-	rds.Pause()
-	time.Sleep(10 * time.Second)
-	rds.Resume()
-	consumers[1].term(t)
-	consumers[1] = startConsumer(t, env)
+	actions := []string{"add", "remove", "add", "remove", "broker", "redis-restart", "redis-outage"}
+	for range envInt("E2E_CRASHES", 20) {
+		actions = append(actions, "kill")
+	}
+	rng.Shuffle(len(actions), func(i, j int) { actions[i], actions[j] = actions[j], actions[i] })
+	for _, a := range actions {
+		time.Sleep(time.Duration(1000+rng.IntN(2000)) * time.Millisecond)
+		t.Logf("%s: %s (%d consumers)", time.Since(start).Round(time.Millisecond), a, len(consumers))
+		switch i := rng.IntN(len(consumers)); a {
+		case "kill":
+			consumers[i].kill9(t)
+			consumers[i] = startConsumer(t, env)
+		case "add":
+			consumers = append(consumers, startConsumer(t, env))
+		case "remove": // never below two: replace one then
+			if len(consumers) <= 2 {
+				consumers = append(consumers, startConsumer(t, env))
+			}
+			consumers[i].term(t)
+			consumers = append(consumers[:i], consumers[i+1:]...)
+		case "broker":
+			b := kc.Brokers()[rng.IntN(3)]
+			b.Kill()
+			time.Sleep(time.Second)
+			b.Restart(t)
+		case "redis-restart":
+			n := nodes[rng.IntN(len(nodes))]
+			n.Stop()
+			time.Sleep(time.Second)
+			n.Restart(t)
+		case "redis-outage":
+			for _, n := range nodes {
+				n.Pause()
+			}
+			time.Sleep(10 * time.Second)
+			for _, n := range nodes {
+				n.Resume()
+			}
+		}
+	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-
-	// Part 2: Redis restarted (AOF) and a consumer killed while records flow.
-	go produce(ctx, brokers, log[third:2*third], 100, 200*time.Millisecond, done)
-	time.Sleep(2 * time.Second)
-	rds.Stop()
-	time.Sleep(2 * time.Second)
-	rds.Restart(t)
-	consumers[2].kill9(t)
-	consumers[2] = startConsumer(t, env)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-
-	// Part 3: the broker restarted between two bursts of production.
-	broker.Stop()
-	time.Sleep(time.Second)
-	broker.Restart(t)
 	waitLeaders(t, brokers, append(topics, "shop.dlq"))
-	produce(ctx, brokers, log[2*third:], 200, 100*time.Millisecond, done)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
 	if err := waitCaughtUp(brokers, "projector", topics, 3*time.Minute); err != nil {
 		for _, c := range consumers {
 			c.dumpStacks()
@@ -97,7 +125,7 @@ func TestChaosApacheKafka(t *testing.T) {
 	opts := refmodel.Options{Projections: projections.Defaults(), Location: time.UTC, Window: 24 * time.Hour, Now: start,
 		Settle: time.Now().Add(5 * time.Second)}
 	want := refmodel.Expected(opts, log)
-	if diffs := refmodel.Compare(ctx, rds.Client(), want, opts, time.Second); len(diffs) > 0 {
+	if diffs := refmodel.Compare(ctx, rdb, want, opts, time.Second); len(diffs) > 0 {
 		t.Errorf("%d differences after the chaos, first ones:\n%s", len(diffs), strings.Join(diffs[:min(len(diffs), 30)], "\n"))
 	}
 	checkDeadLetters(t, brokers, topics, "shop.dlq", log)
@@ -121,5 +149,5 @@ func waitLeaders(t *testing.T, brokers, topics []string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("partitions of %v have no leader 60s after the broker restart", topics)
+	t.Fatalf("partitions of %v have no leader after 60s", topics)
 }

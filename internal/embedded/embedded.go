@@ -17,7 +17,9 @@ import (
 
 	"projector/internal/app"
 	"projector/internal/config"
+	"projector/internal/dashboard"
 	"projector/internal/gen"
+	"projector/internal/kafkaconn"
 	"projector/internal/obs"
 )
 
@@ -65,9 +67,15 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 	metrics := make(chan *obs.Metrics, 1)
 	httpAddr := make(chan string, 1)
 	go report(ctx, opts, cfg, mr, st, metrics, httpAddr)
+	rdb := app.NewRedis(cfg.Redis)
+	defer rdb.Close()
+	routes, mon := dashboard.New(dashboard.Options{RDB: rdb, Config: cfg, Kafka: kafkaconn.Plain(cfg.Kafka.Brokers).Client(5 * time.Second),
+		Log: log.Named("api")})
+	go mon.Run(ctx)
 	return app.Run(ctx, cfg, log, app.Hooks{
 		HTTPAddr: func(a string) { httpAddr <- a },
 		Metrics:  func(m *obs.Metrics) { metrics <- m },
+		Routes:   routes,
 	})
 }
 

@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +40,7 @@ func report(ctx context.Context, opts Options, cfg config.Config, mr *miniredis.
 	fmt.Fprintf(opts.Out, `projector embedded demo
   in-process Kafka   %v  (topics %v, dead letters %s)
   in-process Redis   %s
+  dashboard          http://localhost:%s/   read API http://localhost:%s/api/
   metrics            http://%s/metrics   readiness http://%s/readyz
   look at the keys:
     redis-cli -p %s ZREVRANGE '%sbest:{g}:%s' 0 9 WITHSCORES     # today's bestsellers
@@ -46,7 +48,7 @@ func report(ctx context.Context, opts Options, cfg config.Config, mr *miniredis.
     redis-cli -p %s GET '%sst:{g}:views:%s'                      # views today
     redis-cli -p %s ZREVRANGE '%slv:{u:u1}' 0 -1 WITHSCORES       # what user u1 viewed last
   Ctrl-C stops.
-`, cfg.Kafka.Brokers, cfg.Kafka.Topics, cfg.Kafka.DLQTopic, mr.Addr(), addr, addr,
+`, cfg.Kafka.Brokers, cfg.Kafka.Topics, cfg.Kafka.DLQTopic, mr.Addr(), port(addr), port(addr), addr, addr,
 		mr.Port(), p, day, mr.Port(), p, day, mr.Port(), p, day, mr.Port(), p)
 	t := time.NewTicker(opts.ReportEvery)
 	defer t.Stop()
@@ -84,4 +86,12 @@ func value(c prometheus.Metric) float64 {
 		return 0
 	}
 	return d.Counter.GetValue()
+}
+
+// port is the port of a host:port address ("9090" of "[::]:9090").
+func port(addr string) string {
+	if _, p, err := net.SplitHostPort(addr); err == nil {
+		return p
+	}
+	return addr
 }

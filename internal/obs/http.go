@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 )
@@ -19,12 +21,31 @@ const shutdownTimeout = 5 * time.Second
 //   - /metrics: m.Registry in the Prometheus exposition format;
 //   - /healthz: 200 "ok" as long as the process runs;
 //   - /readyz: 200 "ready" when h is ready, else 503 with h's reason
-//     ("not ready" when the reason is empty).
+//     ("not ready" when the reason is empty);
+//   - /debug/pprof/: the Go runtime profiles (net/http/pprof), e.g.
+//     /debug/pprof/profile?seconds=30 for a CPU profile;
+//   - routes: extra handlers (the read API and dashboard).
 //
 // Bodies are text/plain without a trailing newline. m and h must not be nil.
-func NewHTTPHandler(m *Metrics, h *Health) http.Handler {
+func NewHTTPHandler(m *Metrics, h *Health, routes ...Route) http.Handler {
+	return NewMux(m.Registry, h, routes...)
+}
+
+// Route is an extra handler served next to /metrics, /healthz and /readyz;
+// Pattern is an http.ServeMux pattern such as "/api/".
+type Route struct {
+	Pattern string
+	Handler http.Handler
+}
+
+// NewMux is NewHTTPHandler for any registry (a process with metrics of its
+// own, like the read API): /metrics serves reg. reg and h must not be nil.
+func NewMux(reg *prometheus.Registry, h *Health, routes ...Route) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
+	for _, r := range routes {
+		mux.Handle(r.Pattern, r.Handler)
+	}
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeText(w, http.StatusOK, "ok")
 	})
@@ -39,6 +60,11 @@ func NewHTTPHandler(m *Metrics, h *Health) http.Handler {
 		}
 		writeText(w, http.StatusServiceUnavailable, reason)
 	})
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
 }
 

@@ -56,6 +56,9 @@ type Metrics struct {
 	// RedisErrors counts failed Redis operations by operation name:
 	// projector_redis_errors_total{op}.
 	RedisErrors *prometheus.CounterVec
+	// KafkaFetchErrors counts fetches that failed (the reader reconnects
+	// and the consumer goes on after a pause).
+	KafkaFetchErrors prometheus.Counter
 	// RedisRetries counts retries of Redis operations after an error:
 	// projector_redis_retries_total.
 	RedisRetries prometheus.Counter
@@ -127,6 +130,9 @@ func NewMetrics() *Metrics {
 			Name: "projector_redis_errors_total",
 			Help: "Failed Redis operations, by operation.",
 		}, []string{"op"}),
+		KafkaFetchErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "projector_kafka_fetch_errors_total", Help: "Fetches from Kafka that failed; the consumer keeps reconnecting.",
+		}),
 		RedisRetries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "projector_redis_retries_total",
 			Help: "Retries of Redis operations after an error.",
@@ -168,7 +174,7 @@ func NewMetrics() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.Events, m.Duplicates, m.DeadLettered, m.BatchDuration, m.BatchEvents,
-		m.RedisErrors, m.RedisRetries, m.Commits, m.CommitErrors, m.ConsumerLag,
+		m.RedisErrors, m.RedisRetries, m.KafkaFetchErrors, m.Commits, m.CommitErrors, m.ConsumerLag,
 		m.LastAppliedEventTimestamp, m.RedisDataLost, m.Ready, m.KeysWritten,
 		m.ScriptCalls,
 	)

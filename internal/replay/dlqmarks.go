@@ -7,6 +7,7 @@ import (
 	"projector/internal/apply"
 	"projector/internal/config"
 	"projector/internal/consumer"
+	"projector/internal/kafkaconn"
 )
 
 // rebuildDLQMarks reads the dead-letter topic and records, per source
@@ -14,9 +15,14 @@ import (
 // batch that consumers retry after the handover is not dead-lettered again.
 // It returns how many dead letters it read.
 func rebuildDLQMarks(ctx context.Context, cfg config.Config, marks *apply.DLQMarks) (int, error) {
+	conn, err := kafkaconn.New(cfg.Kafka)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
 	highest := map[string]int64{}
 	n := 0
-	err := consumer.ReadDeadLetters(ctx, cfg.Kafka.Brokers, cfg.Kafka.DLQTopic, 0, func(topic string, partition int, offset int64) {
+	err = consumer.ReadDeadLetters(ctx, conn, cfg.Kafka.DLQTopic, 0, func(topic string, partition int, offset int64) {
 		n++
 		f := topic + ":" + strconv.Itoa(partition)
 		if o, ok := highest[f]; !ok || offset > o {

@@ -12,6 +12,7 @@ import (
 	"projector/internal/apply"
 	"projector/internal/config"
 	"projector/internal/consumer"
+	"projector/internal/kafkaconn"
 )
 
 // span is the part of one partition the replay reads: [First, End).
@@ -55,7 +56,12 @@ func (r ranges) String() string {
 // planRanges reads, for every partition of the topics, the earliest offset and
 // the group's committed offset (or, toLatest, the end of the partition).
 func planRanges(ctx context.Context, cfg config.Config, toLatest bool) (ranges, error) {
-	client := &kafka.Client{Addr: kafka.TCP(cfg.Kafka.Brokers...), Timeout: 10 * time.Second}
+	conn, err := kafkaconn.New(cfg.Kafka)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	client := conn.Client(10 * time.Second)
 	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: cfg.Kafka.Topics})
 	if err != nil {
 		return nil, fmt.Errorf("read topic metadata: %w", err)
@@ -108,11 +114,15 @@ func planRanges(ctx context.Context, cfg config.Config, toLatest bool) (ranges, 
 
 // readAndApply reads each span in order and applies it in batches.
 func readAndApply(ctx context.Context, cfg config.Config, plan ranges, batch int, a *apply.Applier, sum *Summary, prog *progress) error {
+	conn, err := kafkaconn.New(cfg.Kafka)
+	if err != nil {
+		return err
+	}
 	for _, s := range plan {
 		if s.End <= s.First {
 			continue
 		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Kafka.Brokers, Topic: s.Topic, Partition: s.Partition,
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Kafka.Brokers, Dialer: conn.Dialer(), Topic: s.Topic, Partition: s.Partition,
 			MinBytes: 1, MaxBytes: max(10<<20, 2*cfg.Kafka.MaxRecordBytes+(1<<20)), MaxWait: 250 * time.Millisecond})
 		if err := r.SetOffset(s.First); err != nil {
 			r.Close()
@@ -176,7 +186,12 @@ func readSpan(ctx context.Context, r *kafka.Reader, s span, batch, maxBytes int,
 // commitOffsets commits the end of every span for the group (--to latest).
 // Kafka accepts it only while the group has no active member.
 func commitOffsets(ctx context.Context, cfg config.Config, plan ranges) error {
-	client := &kafka.Client{Addr: kafka.TCP(cfg.Kafka.Brokers...), Timeout: 10 * time.Second}
+	conn, err := kafkaconn.New(cfg.Kafka)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	client := conn.Client(10 * time.Second)
 	topics := map[string][]kafka.OffsetCommit{}
 	for _, s := range plan {
 		topics[s.Topic] = append(topics[s.Topic], kafka.OffsetCommit{Partition: s.Partition, Offset: s.End})

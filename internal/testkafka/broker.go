@@ -25,11 +25,13 @@ const killTimeout = 10 * time.Second
 // Broker is one combined broker+controller Kafka node started by Start or as
 // a member of a Cluster. Its methods are safe for concurrent use.
 type Broker struct {
-	id     int
-	port   int
-	dir    string
-	script string
-	cfg    config
+	id   int
+	port int
+	// securePort is the SECURE listener's port (WithSASL, WithTLS), or 0.
+	securePort int
+	dir        string
+	script     string
+	cfg        config
 
 	mu sync.Mutex // serialises Stop, Kill and Restart
 }
@@ -45,11 +47,14 @@ func Start(tb testing.TB, opts ...Option) *Broker {
 	tb.Helper()
 	cfg, script := prepare(tb, opts)
 	for attempt := 1; ; attempt++ {
-		port, err := freeRange(2)
+		port, err := freeRange(3)
 		if err != nil {
 			tb.Fatalf("testkafka: choose ports: %v", err)
 		}
 		b := &Broker{id: 1, port: port, dir: tempDir(tb), script: script, cfg: cfg}
+		if cfg.secure.enabled() {
+			b.securePort = port + 2
+		}
 		// Registered after TempDir, so it runs before the directory is removed.
 		tb.Cleanup(func() { b.cleanup(tb) })
 		args := []string{
@@ -57,11 +62,12 @@ func Start(tb testing.TB, opts ...Option) *Broker {
 			"--port", strconv.Itoa(port), "--controller-port", strconv.Itoa(port + 1),
 			"--data", b.dir,
 		}
-		args = append(append(args, runArgs(cfg)...), propArgs(cfg)...)
+		args = append(append(append(args, runArgs(cfg)...), b.secureArgs()...), propArgs(cfg)...)
 		begin := time.Now()
 		out, err := runScript(script, cfg.startTimeout+formatAllowance, args...)
 		if err == nil {
 			tb.Logf("testkafka: broker %s started in %s", b.Addr(), time.Since(begin).Round(time.Millisecond))
+			b.setUpSecure(tb)
 			return b
 		}
 		b.Kill()

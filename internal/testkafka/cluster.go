@@ -34,6 +34,9 @@ func StartCluster(tb testing.TB, brokers int, opts ...Option) *Cluster {
 		tb.Fatalf("testkafka: StartCluster: brokers must be in 1..%d, got %d", maxClusterBrokers, brokers)
 	}
 	cfg, script := prepare(tb, opts)
+	if cfg.secure.enabled() {
+		tb.Fatalf("testkafka: WithSASL and WithTLS are supported by Start only")
+	}
 	for attempt := 1; ; attempt++ {
 		base, err := freeRange(2 * brokers)
 		if err != nil {

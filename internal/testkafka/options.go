@@ -13,6 +13,7 @@ type Option func(*config)
 type config struct {
 	props        []string
 	startTimeout time.Duration
+	secure       secureConfig
 }
 
 // defaultConfig returns the configuration used when no Option is given.

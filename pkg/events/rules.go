@@ -205,3 +205,13 @@ func checkForeign(ev *Event) *ValidationError {
 	}
 	return nil
 }
+
+// CheckName returns a *ValidationError when v breaks the rule of user_id,
+// product_id, device, store_id and target_id (SPEC section 2), naming field;
+// else nil. Readers use it to validate ids they are asked for.
+func CheckName(field, v string) error {
+	if err := checkField(field, v); err != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+// Command api serves the read side of projector: the JSON read API under
+// /api/, the live dashboard at /, and /metrics, /healthz and /readyz. It
+// reads the consumer's configuration (same file, PROJECTOR_* variables and
+// flags), so redis.*, time_zone and projections.* agree with what the
+// consumers write; kafka.brokers and kafka.group_id select the lag shown.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"projector/internal/app"
+	"projector/internal/config"
+	"projector/internal/dashboard"
+	"projector/internal/kafkaconn"
+	"projector/internal/obs"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+}
+
+// run is main with its inputs passed in; it returns the exit code: 0 after
+// ctx ends, 2 for bad configuration, 1 when the HTTP server cannot start.
+func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("api", pflag.ContinueOnError)
+	cfg, log, code := app.Setup(fs, args, environ, stderr)
+	if log == nil {
+		return code
+	}
+	defer func() { _ = log.Sync() }()
+	if cfg.Embedded {
+		// Nothing configured: read a local Redis, measure no lag.
+		cfg.Redis.Addrs = []string{config.DefaultRedisAddr}
+	}
+	rdb := app.NewRedis(cfg.Redis)
+	defer rdb.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ready := prometheus.NewGauge(prometheus.GaugeOpts{Name: "projector_ready", Help: "1 while the process reports ready, else 0."})
+	reg.MustRegister(ready)
+	health := obs.NewHealth(nil)
+	health.SetReady(false, "starting")
+
+	kc, err := kafkaClient(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	routes, mon := dashboard.New(dashboard.Options{RDB: rdb, Config: cfg, Kafka: kc,
+		Registry: reg, Log: log.Named("api")})
+	go mon.Run(ctx)
+	addr, err := obs.Serve(ctx, cfg.HTTP.Addr, obs.NewMux(reg, health, routes...), log.Named("http"))
+	if err != nil {
+		log.Error("cannot serve", zap.Error(err))
+		return 1
+	}
+	fmt.Fprintf(stdout, "projector read API and dashboard on http://%s/ (API under /api/, metrics /metrics)\n", addr)
+	log.Info("read API up", zap.String("addr", addr), zap.Strings("redis", cfg.Redis.Addrs), zap.String("time_zone", cfg.TimeZone))
+	watchRedis(ctx, rdb, health, ready, log)
+	return 0
+}
+
+// kafkaClient measures lag against kafka.brokers (with kafka.sasl and
+// kafka.tls) unless nothing is configured.
+func kafkaClient(cfg config.Config) (*kafka.Client, error) {
+	if cfg.Embedded {
+		return nil, nil
+	}
+	conn, err := kafkaconn.New(cfg.Kafka)
+	if err != nil {
+		return nil, fmt.Errorf("config: kafka: %w", err)
+	}
+	return conn.Client(5 * time.Second), nil
+}
+
+// watchRedis keeps readiness equal to "Redis answers PING" until ctx ends.
+func watchRedis(ctx context.Context, rdb redis.UniversalClient, health *obs.Health, ready prometheus.Gauge, log *zap.Logger) {
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	was := false
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := rdb.Ping(pctx).Err()
+		cancel()
+		ok := err == nil
+		if ok {
+			health.SetReady(true, "")
+			ready.Set(1)
+		} else if ctx.Err() == nil {
+			health.SetReady(false, "redis unreachable: "+err.Error())
+			ready.Set(0)
+		}
+		if ok != was && ctx.Err() == nil {
+			log.Info("readiness changed", zap.Bool("ready", ok), zap.Error(err))
+			was = ok
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

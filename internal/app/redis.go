@@ -1,0 +1,61 @@
+package app
+
+import (
+	"crypto/tls"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"projector/internal/config"
+)
+
+// NewRedis returns the client for redis.mode and redis.addrs, authenticating
+// with redis.username and redis.password (AUTH; none when both are empty)
+// and using TLS when redis.tls.enabled is set (cfg.TLS.Client, built by
+// config.Load).
+func NewRedis(cfg config.RedisConfig) redis.UniversalClient {
+	if cfg.Mode == "cluster" {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.Addrs, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
+			Username: cfg.Username, Password: cfg.Password, TLSConfig: cloneTLS(cfg.TLS.Client)})
+	}
+	return redis.NewClient(&redis.Options{Addr: cfg.Addrs[0], ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
+		Username: cfg.Username, Password: cfg.Password, TLSConfig: cloneTLS(cfg.TLS.Client)})
+}
+
+// cloneTLS returns a copy of c (nil for nil): a client may set fields on it.
+func cloneTLS(c *tls.Config) *tls.Config {
+	if c == nil {
+		return nil
+	}
+	return c.Clone()
+}
+
+// permanent reports whether a Redis error is one that retrying cannot fix:
+// the credentials are refused or the TLS handshake fails on configuration
+// (unknown authority, wrong name, a TLS client talking to a plain server).
+func permanent(err error) bool {
+	return authError(err) || config.TLSSetupError(err)
+}
+
+// authError reports an AUTH refusal (WRONGPASS, NOAUTH) or a user lacking
+// the permission for a command (NOPERM).
+func authError(err error) bool {
+	msg := err.Error()
+	for _, code := range []string{"WRONGPASS", "NOAUTH", "NOPERM"} {
+		if strings.HasPrefix(msg, code) || strings.Contains(msg, ": "+code) {
+			return true
+		}
+	}
+	return false
+}
+
+// redisSetupError explains a permanent Redis error in one line naming the
+// keys to check (never their values).
+func redisSetupError(err error) error {
+	if authError(err) {
+		return fmt.Errorf("redis refused the credentials (check redis.username and redis.password, PROJECTOR_REDIS_PASSWORD or redis.password_file): %w", err)
+	}
+	return fmt.Errorf("redis TLS handshake failed (check redis.tls.* and that the address is the server's TLS port): %w", err)
+}

@@ -1,0 +1,84 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"projector/internal/fingerprint"
+	"projector/internal/testredis"
+)
+
+func TestStatusFromRedisAndKafka(t *testing.T) {
+	ctx := context.Background()
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "views"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	w := &kafka.Writer{Addr: kafka.TCP(kc.ListenAddrs()...), BatchTimeout: time.Millisecond,
+		Balancer: kafka.BalancerFunc(func(kafka.Message, ...int) int { return 0 })}
+	for i := range 10 {
+		if err := w.WriteMessages(ctx, kafka.Message{Topic: "views", Value: fmt.Appendf(nil, "m%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = w.Close()
+	client := &kafka.Client{Addr: kafka.TCP(kc.ListenAddrs()...), Timeout: 5 * time.Second}
+	if _, err := client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{GroupID: "g", GenerationID: -1,
+		Topics: map[string][]kafka.OffsetCommit{"views": {{Partition: 0, Offset: 4}}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	srv := testredis.StartStandalone(t)
+	rdb := srv.Client()
+	now := time.UnixMilli(1_800_000_000_000)
+	rdb.HSet(ctx, "p:px:meta:{g}", "status", "ready", "hold:trending", "*")
+	rdb.HSet(ctx, fingerprint.Key("p:"), "host/1", fmt.Sprintf(`{"at_ms":%d}`, now.Add(-2*time.Second).UnixMilli()),
+		"host/2", fmt.Sprintf(`{"at_ms":%d}`, now.Add(-time.Minute).UnixMilli()))
+
+	m := New(Options{RDB: rdb, KeyPrefix: "p:", Kafka: client, Group: "g", Topics: []string{"views"},
+		Interval: time.Hour, Now: func() time.Time { return now }})
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { m.Run(runCtx); close(done) }()
+	var s Status
+	for range 200 {
+		if s, err = m.Status(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if s.Lag.MeasuredAt != 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if s.Projections != "ready" || len(s.Holds) != 1 || s.Holds[0] != "trending" {
+		t.Fatalf("meta: %+v", s)
+	}
+	if s.Alive != 1 || len(s.Consumers) != 2 || !s.Consumers[0].Alive || s.Consumers[1].Alive {
+		t.Fatalf("consumers: %+v", s.Consumers)
+	}
+	want := []Partition{{"views", 0, 10, 4, 6}, {"views", 1, 0, -1, 0}}
+	if s.Lag.Total != 6 || fmt.Sprint(s.Lag.Partitions) != fmt.Sprint(want) || s.Lag.Error != "" {
+		t.Fatalf("lag: %+v, want total 6 and %+v", s.Lag, want)
+	}
+}
+
+func TestStatusWithoutKafkaOrProjections(t *testing.T) {
+	srv := testredis.StartStandalone(t)
+	m := New(Options{RDB: srv.Client()})
+	m.Run(context.Background()) // returns at once without Kafka
+	s, err := m.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Projections != "missing" || s.Alive != 0 || s.Lag.Error == "" {
+		t.Fatalf("status: %+v", s)
+	}
+}
