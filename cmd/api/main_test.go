@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,36 +33,70 @@ func TestBadConfigurationExitsTwo(t *testing.T) {
 	}
 }
 
-func TestServesAPIMetricsAndHealth(t *testing.T) {
-	srv := testredis.StartStandalone(t)
-	ctx := context.Background()
-	srv.Client().HSet(ctx, "shop:px:meta:{g}", "status", "ready")
-	runCtx, cancel := context.WithCancel(ctx)
+// api is a running run() of the command.
+type api struct {
+	base   string
+	cancel context.CancelFunc
+	done   chan int
+	once   sync.Once
+	code   int
+}
+
+// startAPI runs the command with args and environ until the test stops it,
+// and returns once it printed its URL.
+func startAPI(t *testing.T, args, environ []string) *api {
+	t.Helper()
+	runCtx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	done := make(chan int, 1)
+	a := &api{cancel: cancel, done: make(chan int, 1)}
 	go func() {
-		done <- run(runCtx, []string{"--http-addr", "127.0.0.1:0", "--key-prefix", "shop:", "--log-level", "error"},
-			[]string{"PROJECTOR_REDIS_ADDRS=" + srv.Addr(), "PROJECTOR_KAFKA_BROKERS=127.0.0.1:1"}, pw, io.Discard)
+		a.done <- run(runCtx, args, environ, pw, io.Discard)
 		_ = pw.Close()
 	}()
+	t.Cleanup(func() { a.stop() })
 	line, err := bufio.NewReader(pr).ReadString('\n')
 	if err != nil {
 		t.Fatalf("no start line: %v", err)
 	}
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	base := regexp.MustCompile(`http://[^/ ]+`).FindString(line)
-	if base == "" {
+	if a.base = regexp.MustCompile(`http://[^/ ]+`).FindString(line); a.base == "" {
 		t.Fatalf("start line without URL: %q", line)
 	}
-	get := func(path string) (int, string) {
-		res, err := http.Get(base + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
+	return a
+}
+
+// get returns the status code and body of GET path.
+func (a *api) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	res, err := http.Get(a.base + path)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// stop cancels the command and returns its exit code (-1 when it did not
+// return within 10 s).
+func (a *api) stop() int {
+	a.once.Do(func() {
+		a.cancel()
+		select {
+		case a.code = <-a.done:
+		case <-time.After(10 * time.Second):
+			a.code = -1
+		}
+	})
+	return a.code
+}
+
+func TestServesAPIMetricsAndHealth(t *testing.T) {
+	srv := testredis.StartStandalone(t)
+	srv.Client().HSet(context.Background(), "shop:px:meta:{g}", "status", "ready")
+	a := startAPI(t, []string{"--http-addr", "127.0.0.1:0", "--key-prefix", "shop:", "--log-level", "error"},
+		[]string{"PROJECTOR_REDIS_ADDRS=" + srv.Addr(), "PROJECTOR_KAFKA_BROKERS=127.0.0.1:1"})
+	get := func(path string) (int, string) { return a.get(t, path) }
 	for range 100 { // readiness follows the first PING
 		if code, _ := get("/readyz"); code == http.StatusOK {
 			break
@@ -88,8 +123,7 @@ func TestServesAPIMetricsAndHealth(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	cancel()
-	if code := <-done; code != 0 {
+	if code := a.stop(); code != 0 {
 		t.Fatalf("exit code %d after cancel", code)
 	}
 }
