@@ -16,7 +16,6 @@ import (
 
 	"projector/internal/gen"
 	"projector/internal/refmodel"
-	"projector/internal/testkafka"
 	"projector/internal/testredis"
 	"projector/pkg/projections"
 )
@@ -30,9 +29,6 @@ type scenario struct {
 	crashes   int
 	seed      uint64
 	batchSize int
-	// realKafka runs Apache Kafka (internal/testkafka) instead of kfake and
-	// kills consumers at any moment, joins included.
-	realKafka bool
 }
 
 // envInt reads a positive integer test knob, or def.
@@ -66,28 +62,12 @@ func TestCrashesCluster(t *testing.T) {
 		events: envInt("E2E_EVENTS", 12000), crashes: envInt("E2E_CRASHES", 4), seed: testSeed(t), batchSize: 300})
 }
 
-// TestCrashesApacheKafka: the crash test against a real Apache Kafka broker,
-// killing consumers at random moments (during group joins too).
-func TestCrashesApacheKafka(t *testing.T) {
-	runScenario(t, scenario{events: envInt("E2E_EVENTS", 8000), crashes: envInt("E2E_CRASHES", 5), seed: testSeed(t), batchSize: 200, realKafka: true})
-}
-
 func runScenario(t *testing.T, sc scenario) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(sc.seed, 7))
 	views, clicks, orders, dlq := "shop.views", "shop.clicks", "shop.orders", "shop.dlq"
 	topics := []string{views, clicks, orders}
-	var brokers []string
-	if sc.realKafka {
-		b := testkafka.Start(t)
-		for _, topic := range topics {
-			b.CreateTopic(t, topic, 4)
-		}
-		b.CreateTopic(t, dlq, 1)
-		brokers = b.Addrs()
-	} else {
-		brokers = startKafka(t, 4, topics, dlq)
-	}
+	brokers := startKafka(t, 4, topics, dlq)
 
 	var rdb redis.UniversalClient
 	var addrs []string
@@ -138,23 +118,17 @@ func runScenario(t *testing.T, sc scenario) {
 		// the in-process broker (kfake) keeps a member killed in the middle of
 		// its JoinGroup forever (seen: half the partitions stayed assigned to
 		// the dead member for minutes); kills during a join belong to the
-		// real-Kafka suite.
+		// real-Kafka chaos suite.
 		p := startConsumer(t, append(env[:len(env):len(env)], "PROJECTOR_HTTP_ADDR=127.0.0.1:0"))
-		if sc.realKafka {
-			time.Sleep(time.Duration(500+rng.IntN(4000)) * time.Millisecond)
-		} else {
-			waitGroupMembers(t, brokers, "projector", 1)
-			time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
-		}
+		waitGroupMembers(t, brokers, "projector", 1)
+		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
 		if i%3 == 2 {
 			p.term(t)
 		} else {
 			p.kill9(t)
 			kills++
 		}
-		if !sc.realKafka {
-			waitGroupMembers(t, brokers, "projector", 0)
-		}
+		waitGroupMembers(t, brokers, "projector", 0)
 	}
 	if err := <-produced; err != nil {
 		t.Fatal(err)
@@ -164,9 +138,7 @@ func runScenario(t *testing.T, sc scenario) {
 		finalEnv = append(finalEnv[:len(finalEnv):len(finalEnv)], "PROJECTOR_LOG_LEVEL="+lvl)
 	}
 	final := startConsumer(t, finalEnv)
-	if !sc.realKafka {
-		waitGroupMembers(t, brokers, "projector", 1)
-	}
+	waitGroupMembers(t, brokers, "projector", 1)
 	if err := waitCaughtUp(brokers, "projector", topics, 3*time.Minute); err != nil {
 		final.dumpStacks()
 		t.Fatal(err)

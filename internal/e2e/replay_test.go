@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
 
 	"projector/internal/gen"
 	"projector/internal/refmodel"
+	"projector/internal/testkafka"
 	"projector/internal/testredis"
 	"projector/pkg/projections"
 )
@@ -46,7 +48,7 @@ func get(url string) (int, string) {
 // and the end state equals the model.
 func TestRecoveryStandalone(t *testing.T) {
 	srv := testredis.StartStandalone(t)
-	runRecovery(t, srv.Client(), []string{srv.Addr()}, "standalone", func(ctx context.Context) error {
+	runRecovery(t, false, srv.Client(), []string{srv.Addr()}, "standalone", func(ctx context.Context) error {
 		return srv.Client().FlushAll(ctx).Err()
 	})
 }
@@ -54,13 +56,32 @@ func TestRecoveryStandalone(t *testing.T) {
 // TestRecoveryCluster: the same on a 3-master Redis Cluster.
 func TestRecoveryCluster(t *testing.T) {
 	c := testredis.StartCluster(t, 3)
-	runRecovery(t, c.Client(), c.Addrs(), "cluster", c.FlushAll)
+	runRecovery(t, false, c.Client(), c.Addrs(), "cluster", c.FlushAll)
 }
 
-func runRecovery(t *testing.T, rdb redis.UniversalClient, addrs []string, mode string, flushAll func(context.Context) error) {
+// TestRecoveryApacheKafka: the same with a real Apache Kafka broker, which the
+// replayer reads the canonical log from.
+func TestRecoveryApacheKafka(t *testing.T) {
+	srv := testredis.StartStandalone(t)
+	runRecovery(t, true, srv.Client(), []string{srv.Addr()}, "standalone", func(ctx context.Context) error {
+		return srv.Client().FlushAll(ctx).Err()
+	})
+}
+
+func runRecovery(t *testing.T, realKafka bool, rdb redis.UniversalClient, addrs []string, mode string, flushAll func(context.Context) error) {
 	ctx := context.Background()
 	topics := []string{"shop.views", "shop.clicks", "shop.orders"}
-	brokers := startKafka(t, 3, topics, "shop.dlq")
+	var brokers []string
+	if realKafka {
+		b := testkafka.Start(t)
+		for _, topic := range topics {
+			b.CreateTopic(t, topic, 3)
+		}
+		b.CreateTopic(t, "shop.dlq", 1)
+		brokers = b.Addrs()
+	} else {
+		brokers = startKafka(t, 3, topics, "shop.dlq")
+	}
 	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 11))
 	start := time.Now()
@@ -80,6 +101,8 @@ func runRecovery(t *testing.T, rdb redis.UniversalClient, addrs []string, mode s
 		"PROJECTOR_LOG_LEVEL=warn",
 	}
 	c := startConsumer(t, append(env, "PROJECTOR_HTTP_ADDR="+httpAddr))
+	// Before the group commits, a missing meta hash is a first start, not a loss.
+	waitCommitted(t, brokers, "projector", topics)
 	for loss := 0; loss < 2; loss++ {
 		time.Sleep(time.Duration(300+rng.IntN(1200)) * time.Millisecond)
 		if err := flushAll(ctx); err != nil {
@@ -123,6 +146,30 @@ func runRecovery(t *testing.T, rdb redis.UniversalClient, addrs []string, mode s
 	if out, err := rp.CombinedOutput(); err == nil || !strings.Contains(string(out), "did not lose") {
 		t.Errorf("replayer on intact Redis: err %v, output %s", err, out)
 	}
+}
+
+// waitCommitted waits until the group has committed an offset.
+func waitCommitted(t *testing.T, brokers []string, group string, topics []string) {
+	t.Helper()
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		_, parts, err := endOffsets(context.Background(), client, topics)
+		if err != nil {
+			continue
+		}
+		res, err := client.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: group, Topics: parts})
+		if err != nil {
+			continue
+		}
+		for _, ps := range res.Topics {
+			for _, p := range ps {
+				if p.CommittedOffset > 0 {
+					return
+				}
+			}
+		}
+	}
+	t.Fatalf("group %s committed nothing within 60s", group)
 }
 
 // waitMetric polls /metrics until it contains line or timeout passes.
