@@ -1,5 +1,5 @@
 # projector build targets. `make test` is what CI runs (.ci/run).
-.PHONY: test run fuzz build chaos
+.PHONY: test run fuzz build chaos bench
 
 test:
 	go vet ./... && go test -count=1 -timeout 20m ./...
@@ -17,3 +17,9 @@ build:
 # Redis SIGSTOP and restart, a broker of 3 restarted; standalone and cluster.
 chaos:
 	go test -count=1 -timeout 20m -run Chaos -v ./internal/e2e
+
+# The benchmark (BENCHMARKS.md): real redis-server and Apache Kafka on
+# loopback, 2,000,000 generated events by default; BENCH_FLAGS for smaller
+# or other runs, e.g. make bench BENCH_FLAGS='-events 200000 -cluster 2'.
+bench:
+	go run ./cmd/bench $(BENCH_FLAGS)

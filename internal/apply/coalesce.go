@@ -4,39 +4,61 @@ import "projector/pkg/projections"
 
 type memberKey struct{ key, member string }
 
+// smallGroup is the size up to which Coalesce compares writes pairwise
+// instead of indexing them in maps: a user's writes in one batch are usually
+// a dozen, and building maps for them costs more than scanning.
+const smallGroup = 48
+
 // Coalesce merges the writes of one slot group without changing their effect:
 // counter and sorted-set increments on the same key (and member) are summed
 // into the first of them, ZAddMax writes of the same member keep the highest
 // score, but only between barriers (removals and SetMax), and identical SetValue
 // and SAdd writes are kept once. Order between barriers is otherwise kept.
 func Coalesce(ws []projections.Write) []projections.Write {
+	if len(ws) <= smallGroup {
+		return coalesceSmall(ws)
+	}
+	return coalesceIndexed(ws)
+}
+
+// merge folds w into the earlier write dst it coalesces with.
+func merge(dst *projections.Write, w *projections.Write) {
+	switch w.Kind {
+	case projections.IncrBy, projections.ZIncrBy:
+		dst.Delta += w.Delta
+	case projections.ZAddMax:
+		dst.Score = max(dst.Score, w.Score)
+	}
+	dst.ExpireAt = max(dst.ExpireAt, w.ExpireAt)
+}
+
+// coalesceIndexed is Coalesce with maps from keys to positions in the output.
+func coalesceIndexed(ws []projections.Write) []projections.Write {
 	out := make([]projections.Write, 0, len(ws))
-	incr := map[string]int{}
-	zincr := map[memberKey]int{}
+	incr := make(map[string]int, len(ws)/4)
+	zincr := make(map[memberKey]int, len(ws)/4)
 	zadd := map[memberKey]int{}
 	once := map[memberKey]bool{}
-	for _, w := range ws {
+	for i := range ws {
+		w := &ws[i]
 		switch w.Kind {
 		case projections.IncrBy:
 			if j, ok := incr[w.Key]; ok {
-				out[j].Delta += w.Delta
-				out[j].ExpireAt = max(out[j].ExpireAt, w.ExpireAt)
+				merge(&out[j], w)
 				continue
 			}
 			incr[w.Key] = len(out)
 		case projections.ZIncrBy:
 			mk := memberKey{w.Key, w.Member}
 			if j, ok := zincr[mk]; ok {
-				out[j].Delta += w.Delta
-				out[j].ExpireAt = max(out[j].ExpireAt, w.ExpireAt)
+				merge(&out[j], w)
 				continue
 			}
 			zincr[mk] = len(out)
 		case projections.ZAddMax:
 			mk := memberKey{w.Key, w.Member}
 			if j, ok := zadd[mk]; ok && out[j].Guard == w.Guard {
-				out[j].Score = max(out[j].Score, w.Score)
-				out[j].ExpireAt = max(out[j].ExpireAt, w.ExpireAt)
+				merge(&out[j], w)
 				continue
 			}
 			zadd[mk] = len(out)
@@ -51,7 +73,57 @@ func Coalesce(ws []projections.Write) []projections.Write {
 				clear(zadd)
 			}
 		}
-		out = append(out, w)
+		out = append(out, *w)
+	}
+	return out
+}
+
+// coalesceSmall is Coalesce by pairwise comparison, for small groups.
+func coalesceSmall(ws []projections.Write) []projections.Write {
+	out := make([]projections.Write, 0, len(ws))
+	fence := 0 // ZAddMax writes merge only with writes from here on (after the last barrier)
+	for i := range ws {
+		w := &ws[i]
+		j := -1
+		switch w.Kind {
+		case projections.IncrBy, projections.ZIncrBy:
+			for k := range out {
+				if o := &out[k]; o.Kind == w.Kind && o.Key == w.Key && (w.Kind == projections.IncrBy || o.Member == w.Member) {
+					j = k
+					break
+				}
+			}
+		case projections.ZAddMax:
+			for k := len(out) - 1; k >= fence; k-- {
+				if o := &out[k]; o.Kind == projections.ZAddMax && o.Key == w.Key && o.Member == w.Member {
+					if o.Guard == w.Guard {
+						j = k
+					}
+					break
+				}
+			}
+		case projections.SetValue, projections.SAdd:
+			dup := false
+			for k := range out {
+				o := &out[k]
+				if (o.Kind == projections.SetValue || o.Kind == projections.SAdd) && o.Key == w.Key && o.Member == w.Member && o.Value == w.Value {
+					dup = true
+					break
+				}
+			}
+			if dup {
+				continue
+			}
+		default:
+			if w.Kind.Barrier() {
+				fence = len(out) + 1
+			}
+		}
+		if j >= 0 {
+			merge(&out[j], w)
+			continue
+		}
+		out = append(out, *w)
 	}
 	return out
 }

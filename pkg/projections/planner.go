@@ -33,10 +33,12 @@ type Projection interface {
 	Plan(in *Input, out []Write) []Write
 }
 
-// Planner applies the enabled projections, in SPEC order, to events.
+// Planner applies the enabled projections, in SPEC order, to events. It is
+// safe for concurrent use.
 type Planner struct {
 	loc         *time.Location
 	projections []Projection
+	hours       hourCache // the buckets of recently planned hours
 }
 
 // NewPlanner builds the registry of enabled projections.
@@ -85,7 +87,7 @@ func (p *Planner) Enabled() []string {
 // Plan appends every write ev implies to out. now is the processing time:
 // writes whose key would already have expired are left out.
 func (p *Planner) Plan(ev events.Event, now time.Time, out []Write) []Write {
-	in := Input{Event: ev, Buckets: BucketsOf(ev.TS, p.loc), NowMs: now.UnixMilli()}
+	in := Input{Event: ev, Buckets: p.buckets(ev.TS), NowMs: now.UnixMilli()}
 	for _, pr := range p.projections {
 		n := len(out)
 		out = pr.Plan(&in, out)

@@ -1,0 +1,114 @@
+// Command bench measures projector on this machine with a real redis-server
+// and a real Apache Kafka broker on loopback: it loads a generated log,
+// measures the consumer binary's throughput and CPU per event (and Redis's),
+// the replayer's throughput, the event-to-visible latency at a steady rate,
+// and the naive one-command-per-round-trip baseline on the same log. Its last
+// line is the summary:
+//
+//	bench: consumer=<n> ev/s naive=<n> ev/s ratio=<x> redis_cpu=<us>/ev consumer_cpu=<us>/ev replay=<n> ev/s p50=<ms>ms p99=<ms>ms
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"projector/internal/bench"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := bench.Config{Log: stderr}
+	fs.IntVar(&cfg.Load.Events, "events", 2_000_000, "records loaded into Kafka (generator mix: duplicates and poison included)")
+	fs.IntVar(&cfg.Load.Users, "users", 10_000, "distinct users")
+	fs.IntVar(&cfg.Load.Products, "products", 2_000, "distinct products")
+	fs.DurationVar(&cfg.Load.Span, "span", time.Hour, "event times spread over this span before now")
+	fs.IntVar(&cfg.Partitions, "partitions", 4, "partitions per topic")
+	fs.IntVar(&cfg.ClusterMasters, "cluster", 0, "run a Redis Cluster with this many masters (0: standalone)")
+	batch := fs.Int("batch", 0, "consumer batch.max_events (0: the consumer's default)")
+	off := fs.String("disable", "", "projections to switch off, comma-separated")
+	extra := fs.String("env", "", "extra environment of the consumer and replayer, comma-separated K=V (e.g. GOGC=400)")
+	fs.IntVar(&cfg.NaiveEvents, "naive-events", 30_000, "records the naive baseline consumes (0: skip it)")
+	fs.IntVar(&cfg.Latency.Rate, "latency-rate", 10_000, "events per second of the latency phase (0: skip it)")
+	fs.DurationVar(&cfg.Latency.Duration, "latency-duration", 20*time.Second, "length of the latency phase")
+	fs.BoolVar(&cfg.SkipReplay, "skip-replay", false, "leave out the replay phase")
+	fs.IntVar(&cfg.ProfileSeconds, "profile", 0, "take a CPU profile of the consumer for this many seconds (saved in -dir)")
+	fs.StringVar(&cfg.Dir, "dir", "", "directory for servers, binaries, logs and profiles (default: a new temporary one)")
+	fs.StringVar(&cfg.Repo, "repo", ".", "the projector repository")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if cfg.Load.Events < 1 || cfg.Load.Users < 1 || cfg.Load.Products < 2 || cfg.Partitions < 1 {
+		fmt.Fprintln(stderr, "bench: -events, -users, -partitions must be at least 1 and -products at least 2")
+		return 2
+	}
+	if cfg.Dir == "" {
+		d, err := os.MkdirTemp("", "projector-bench-")
+		if err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		cfg.Dir = d
+	}
+	cfg.Load.End = time.Now()
+	cfg.Latency.Warmup = 2 * time.Second
+	cfg.Latency.Users, cfg.Latency.Products = cfg.Load.Users, cfg.Load.Products
+	if *batch > 0 {
+		cfg.ConsumerEnv = append(cfg.ConsumerEnv, fmt.Sprintf("PROJECTOR_BATCH_MAX_EVENTS=%d", *batch))
+	}
+	for _, p := range strings.Split(*off, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			cfg.ConsumerEnv = append(cfg.ConsumerEnv, "PROJECTOR_PROJECTIONS_"+strings.ToUpper(p)+"_ENABLED=false")
+		}
+	}
+	for _, kv := range strings.Split(*extra, ",") {
+		if kv = strings.TrimSpace(kv); kv != "" {
+			cfg.ConsumerEnv = append(cfg.ConsumerEnv, kv)
+		}
+	}
+	fmt.Fprintf(stderr, "bench: files in %s\n", cfg.Dir)
+	res, err := bench.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	printCommands(stdout, res.Consumer)
+	fmt.Fprintln(stdout, res.Line())
+	return 0
+}
+
+// printCommands prints the consumer's Redis commands per event, busiest first.
+func printCommands(w io.Writer, th bench.Throughput) {
+	n := float64(th.Total)
+	if n == 0 {
+		return
+	}
+	type row struct {
+		name string
+		s    bench.CommandStat
+	}
+	var rows []row
+	for k, s := range th.Commands {
+		rows = append(rows, row{k, s})
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].s.Usec > rows[j].s.Usec })
+	fmt.Fprintf(w, "redis commandstats over the consumer run (%d events, %.0f script calls, %.3f per event):\n", th.Total, th.ScriptCalls, th.ScriptCalls/n)
+	fmt.Fprintf(w, "  %-18s %12s %10s %10s\n", "command", "calls", "calls/ev", "us/ev")
+	for _, r := range rows {
+		fmt.Fprintf(w, "  %-18s %12d %10.3f %10.3f\n", r.name, r.s.Calls, float64(r.s.Calls)/n, float64(r.s.Usec)/n)
+	}
+}

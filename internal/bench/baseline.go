@@ -1,0 +1,86 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"projector/internal/naive"
+	"projector/pkg/projections"
+)
+
+// replayedLine is the replayer's summary: "replayed N records in D (R ev/s): ...".
+var replayedLine = regexp.MustCompile(`replayed (\d+) records in \S+ \((\d+) ev/s\)`)
+
+// runReplay empties Redis and runs the replayer binary over the consumed
+// log; it returns the replayer's own rate.
+func (e *env) runReplay(ctx context.Context) (float64, error) {
+	if err := e.redis.FlushAll(ctx); err != nil {
+		return 0, err
+	}
+	e.logf("replay: FLUSHALL, running the replayer")
+	logPath := filepath.Join(e.cfg.Dir, "replayer.log")
+	p, err := Start(e.replayer, nil, Env(e.kafka.Addr(), e.redis, "127.0.0.1:0", e.cfg.ConsumerEnv...), logPath)
+	if err != nil {
+		return 0, err
+	}
+	<-p.Done()
+	out, err := os.ReadFile(logPath)
+	if err != nil {
+		return 0, fmt.Errorf("read replayer output: %w", err)
+	}
+	m := replayedLine.FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("replayer printed no summary; see %s", logPath)
+	}
+	rate, _ := strconv.ParseFloat(string(m[2]), 64)
+	cpu, _ := p.CPUSeconds()
+	n, _ := strconv.ParseFloat(string(m[1]), 64)
+	e.logf("replay: %s records at %.0f ev/s, replayer CPU %.2f us/ev", m[1], rate, 1e6*cpu/max(n, 1))
+	return rate, nil
+}
+
+// runNaive empties Redis and runs the naive baseline (in this process) over
+// the first NaiveEvents records; it returns its rate and commands per event.
+func (e *env) runNaive(ctx context.Context) (float64, float64, error) {
+	if err := e.redis.FlushAll(ctx); err != nil {
+		return 0, 0, err
+	}
+	var rdb redis.UniversalClient
+	if e.redis.Cluster {
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: e.redis.Addrs()})
+	} else {
+		rdb = redis.NewClient(&redis.Options{Addr: e.redis.Addrs()[0]})
+	}
+	defer rdb.Close()
+	planner, err := projections.NewPlanner(projections.Defaults(), time.UTC, "")
+	if err != nil {
+		return 0, 0, err
+	}
+	a := naive.New(rdb, planner, naive.Options{Window: 24 * time.Hour})
+	limit := int64(min(e.cfg.NaiveEvents, e.cfg.Load.Events))
+	e.logf("naive: consuming %d records one command per round trip", limit)
+	var start time.Time
+	var startCmds int64
+	c, err := naive.Consume(ctx, a, naive.ConsumeOptions{Brokers: []string{e.kafka.Addr()}, GroupID: "naive", Topics: Topics,
+		Limit: limit, Progress: func(n int64) {
+			if n == 1 {
+				start, startCmds = time.Now(), a.Commands
+			}
+		}})
+	if err != nil {
+		return 0, 0, fmt.Errorf("naive: %w", err)
+	}
+	el := time.Since(start)
+	rate := float64(c.Records-1) / el.Seconds()
+	cmds := float64(a.Commands-startCmds) / float64(max(c.Records-1, 1))
+	e.logf("naive: %d records (%d applied, %d duplicates, %d poison) in %v: %.0f ev/s, %.1f commands per record",
+		c.Records, c.Applied, c.Duplicates, c.Poison, el.Round(time.Millisecond), rate, cmds)
+	return rate, cmds, nil
+}

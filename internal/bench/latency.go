@@ -1,0 +1,167 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"projector/internal/gen"
+	"projector/pkg/events"
+	"projector/pkg/projections"
+)
+
+// LatencyConfig describes the steady-rate latency measurement.
+type LatencyConfig struct {
+	// Rate is the events per second produced (generated live traffic).
+	Rate int
+	// Duration is how long traffic is produced.
+	Duration time.Duration
+	// Warmup is the first part of Duration whose markers are not counted.
+	Warmup time.Duration
+	// Users and Products are the generator's population sizes.
+	Users, Products int
+	// KeyPrefix is redis.key_prefix.
+	KeyPrefix string
+}
+
+// markerEvery is the interval between latency markers.
+const markerEvery = 10 * time.Millisecond
+
+// markerUser is the user whose views are the latency markers.
+const markerUser = "bench-latency"
+
+// marker is one marker view in flight.
+type marker struct {
+	ts    int64
+	sent  time.Time
+	count bool // sent after the warm-up
+}
+
+// Latencies are the measured event-to-visible latencies, sorted.
+type Latencies []time.Duration
+
+// Quantile returns the q-quantile (0..1), or 0 without samples.
+func (l Latencies) Quantile(q float64) time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	return l[min(int(q*float64(len(l))), len(l)-1)]
+}
+
+// MeasureLatency produces generated traffic at cfg.Rate with event times at
+// the clock, plus every 10 ms a marker view of a dedicated user whose ts is
+// the send time, and polls that user's last-viewed key every millisecond: a
+// marker is visible once the key's highest score reaches its ts. The latency
+// is the time from handing the marker to the producer to seeing it in Redis.
+func MeasureLatency(ctx context.Context, p *kgo.Client, rdb redis.UniversalClient, cfg LatencyConfig) (Latencies, error) {
+	var (
+		mu      sync.Mutex
+		pending []marker
+		out     Latencies
+	)
+	key := projections.Keys{Prefix: cfg.KeyPrefix}.LastViewed(markerUser)
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	defer stopPoll()
+	polled := make(chan error, 1)
+	go func() {
+		polled <- poll(pollCtx, rdb, key, func(top int64, now time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			for len(pending) > 0 && pending[0].ts <= top {
+				if pending[0].count {
+					out = append(out, now.Sub(pending[0].sent))
+				}
+				pending = pending[1:]
+			}
+		})
+	}()
+	gc := gen.DefaultConfig()
+	gc.Seed, gc.Users, gc.Products = 777, cfg.Users, cfg.Products
+	g := gen.New(gc)
+	start := time.Now()
+	var sent, markers int64
+	var errMu sync.Mutex
+	var failure error
+	done := func(_ *kgo.Record, err error) {
+		if err != nil {
+			errMu.Lock()
+			failure = err
+			errMu.Unlock()
+		}
+	}
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for now := range tick.C {
+		el := now.Sub(start)
+		if el >= cfg.Duration {
+			break
+		}
+		for target := int64(el.Seconds() * float64(cfg.Rate)); sent < target; sent++ {
+			r := g.Next(now)
+			p.Produce(ctx, &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value}, done)
+		}
+		if el >= time.Duration(markers)*markerEvery {
+			markers++
+			ts := now.UnixMilli()
+			v, err := events.Encode(events.Event{ID: "lat-" + strconv.FormatInt(markers, 10), Type: events.View, TS: ts,
+				UserID: markerUser, ProductID: "m" + strconv.FormatInt(markers, 10), Device: "-", StoreID: "-"})
+			if err != nil {
+				return nil, fmt.Errorf("encode marker: %w", err)
+			}
+			mu.Lock()
+			pending = append(pending, marker{ts: ts, sent: time.Now(), count: el >= cfg.Warmup})
+			mu.Unlock()
+			p.Produce(ctx, &kgo.Record{Topic: Topics[0], Key: []byte(markerUser), Value: v}, done)
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		return nil, fmt.Errorf("flush: %w", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		left := len(pending)
+		mu.Unlock()
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d of %d markers not visible 30s after the last was produced", left, markers)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stopPoll()
+	if err := <-polled; err != nil {
+		return nil, err
+	}
+	errMu.Lock()
+	defer errMu.Unlock()
+	if failure != nil {
+		return nil, fmt.Errorf("produce: %w", failure)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(out)
+	return out, nil
+}
+
+// poll reads the highest score of key every millisecond and reports it.
+func poll(ctx context.Context, rdb redis.UniversalClient, key string, seen func(top int64, now time.Time)) error {
+	for ctx.Err() == nil {
+		top, err := rdb.ZRangeWithScores(ctx, key, -1, -1).Result()
+		if err != nil && ctx.Err() == nil {
+			return fmt.Errorf("poll %s: %w", key, err)
+		}
+		if len(top) == 1 {
+			seen(int64(top[0].Score), time.Now())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}

@@ -1,0 +1,135 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Config is one benchmark run.
+type Config struct {
+	// Repo is the projector repository (binaries are built from it, Kafka
+	// is started with its scripts/testenv/kafka.sh).
+	Repo string
+	// Dir holds the servers' files, binaries and logs.
+	Dir string
+	// Load is the log produced before the consumer starts.
+	Load LoadConfig
+	// Partitions per topic.
+	Partitions int
+	// ClusterMasters > 0 runs a Redis Cluster of that many masters.
+	ClusterMasters int
+	// ConsumerEnv are extra PROJECTOR_* settings of the consumer and replayer
+	// (batch size, projections switched off).
+	ConsumerEnv []string
+	// NaiveEvents bounds the records the naive baseline consumes (0: skip it).
+	NaiveEvents int
+	// Latency is the steady-rate phase (Rate 0: skip it).
+	Latency LatencyConfig
+	// SkipReplay leaves out the replay phase.
+	SkipReplay bool
+	// ProfileSeconds > 0 takes a CPU profile of the consumer for that long
+	// during the throughput phase, saved as Dir/consumer.pprof.
+	ProfileSeconds int
+	// Log receives progress lines.
+	Log io.Writer
+}
+
+// Result holds the figures of a run (rates in events per second, CPU in
+// microseconds per event).
+type Result struct {
+	Consumer  Throughput
+	Naive     float64
+	NaiveCmds float64 // Redis commands (round trips) per event of the naive baseline
+	Replay    float64
+	Latency   Latencies
+}
+
+// Ratio is the consumer's throughput over the naive baseline's.
+func (r Result) Ratio() float64 {
+	if r.Naive == 0 {
+		return 0
+	}
+	return r.Consumer.Rate / r.Naive
+}
+
+// Line is the benchmark's one-line summary.
+func (r Result) Line() string {
+	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) }
+	return fmt.Sprintf("bench: consumer=%.0f ev/s naive=%.0f ev/s ratio=%.1f redis_cpu=%.2f/ev consumer_cpu=%.2f/ev replay=%.0f ev/s p50=%sms p99=%sms",
+		r.Consumer.Rate, r.Naive, r.Ratio(), r.Consumer.RedisCPU, r.Consumer.ConsumerCPU, r.Replay,
+		ms(r.Latency.Quantile(0.5)), ms(r.Latency.Quantile(0.99)))
+}
+
+// env is a run's servers and binaries.
+type env struct {
+	cfg      Config
+	redis    *Redis
+	kafka    *Kafka
+	consumer string
+	replayer string
+}
+
+// logf prints a progress line.
+func (e *env) logf(format string, args ...any) {
+	fmt.Fprintf(e.cfg.Log, "[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// Run starts the servers, loads the log and runs every phase.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	var res Result
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return res, fmt.Errorf("bench dir: %w", err)
+	}
+	e := &env{cfg: cfg}
+	var err error
+	e.logf("building consumer and replayer")
+	if e.consumer, err = Build(ctx, cfg.Repo, "./cmd/consumer", cfg.Dir); err != nil {
+		return res, err
+	}
+	if e.replayer, err = Build(ctx, cfg.Repo, "./cmd/replayer", cfg.Dir); err != nil {
+		return res, err
+	}
+	e.logf("starting redis-server (cluster masters: %d) and Apache Kafka", cfg.ClusterMasters)
+	e.redis, err = StartRedis(ctx, filepath.Join(cfg.Dir, "redis"), cfg.ClusterMasters)
+	defer e.redis.Stop()
+	if err != nil {
+		return res, err
+	}
+	if e.kafka, err = StartKafka(ctx, cfg.Repo, cfg.Dir); err != nil {
+		return res, err
+	}
+	defer e.kafka.Stop()
+	if err := e.kafka.CreateTopics(ctx, cfg.Partitions, append(Topics, "shop.dlq")...); err != nil {
+		return res, err
+	}
+	p, err := NewProducer([]string{e.kafka.Addr()}, 5*time.Millisecond)
+	if err != nil {
+		return res, err
+	}
+	defer p.Close()
+	t := time.Now()
+	e.logf("producing %d events (%d users, %d products)", cfg.Load.Events, cfg.Load.Users, cfg.Load.Products)
+	if err := Load(ctx, p, cfg.Load); err != nil {
+		return res, err
+	}
+	e.logf("produced in %v", time.Since(t).Round(time.Millisecond))
+	if res.Consumer, res.Latency, err = e.runConsumer(ctx, p); err != nil {
+		return res, err
+	}
+	if !cfg.SkipReplay {
+		if res.Replay, err = e.runReplay(ctx); err != nil {
+			return res, err
+		}
+	}
+	if cfg.NaiveEvents > 0 {
+		if res.Naive, res.NaiveCmds, err = e.runNaive(ctx); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
