@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -27,6 +28,11 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	// First of all, so that a SIGTERM during start-up is a clean stop too.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if os.Getenv("GOGC") == "" {
+		// A batch's garbage is a few MB: collecting less often costs little
+		// memory and a quarter of the CPU per event (BENCHMARKS.md).
+		debug.SetGCPercent(400)
+	}
 	fs := pflag.NewFlagSet("consumer", pflag.ContinueOnError)
 	demoRate := fs.Int("demo-rate", 2000, "embedded mode: generated events per second (0: as fast as possible)")
 	cfg, log, code := app.Setup(fs, args, environ, stderr)

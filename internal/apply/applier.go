@@ -208,9 +208,10 @@ func (a *Applier) apply(ctx context.Context, recs []Record, ranges []Range) (Res
 // plan computes every record's writes, drops records below their partition's
 // watermark and in-batch duplicates, and groups the rest by user.
 func (a *Applier) plan(recs []Record, wms map[string]string, now time.Time, res *Result) (map[string][]*item, []string) {
-	groups := map[string][]*item{}
+	groups := make(map[string][]*item, len(recs))
 	var order []string
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(recs))
+	buf := make([]projections.Write, 0, 16*len(recs)) // every record's writes, in one array
 	window := a.opts.Window.Milliseconds()
 	for i := range recs {
 		r := &recs[i]
@@ -231,16 +232,25 @@ func (a *Applier) plan(recs []Record, wms map[string]string, now time.Time, res 
 			continue
 		}
 		seen[dk] = true
-		for _, w := range a.planner.Plan(*ev, now, nil) {
+		n := len(buf)
+		buf = a.planner.Plan(*ev, now, buf)
+		ws := buf[n:len(buf):len(buf)]
+		u, k := 0, 0
+		for i := range ws { // keep the selected writes, the user's first, then the global ones
+			w := ws[i]
 			if a.opts.Only != nil && !a.opts.Only[w.Projection] {
 				continue
 			}
 			if w.Global {
-				it.global = append(it.global, w)
+				ws[k] = w
 			} else {
-				it.user = append(it.user, w)
+				copy(ws[u+1:k+1], ws[u:k])
+				ws[u] = w
+				u++
 			}
+			k++
 		}
+		it.user, it.global = ws[:u:u], ws[u:k:k]
 		if _, ok := groups[ev.UserID]; !ok {
 			order = append(order, ev.UserID)
 		}

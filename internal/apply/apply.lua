@@ -14,8 +14,8 @@
 --   Then m, and m x (field, value): the hold:<projection> fields of the meta
 --   hash the batch was planned with; if the meta hash holds others, nothing is
 --   written and {-2} is returned (plan again).
--- Then the write program: 10 values per write:
---   kind, key, member|value, number, expireAtMs, keep, retentionMs, guardKey, registryKey, projection
+-- Then the write program: per write its kind, then the kind's values (see the
+--   loop below; numbers are decimal integers, times Unix ms, expireAt 0 = none).
 -- Returns {1, writesApplied}.
 local mode = ARGV[1]
 local n = tonumber(ARGV[2])
@@ -29,7 +29,7 @@ local function bump(k, at)
   end
 end
 
-if mode == 'u' or mode == 'c' then
+if mode == 'c' then
   local found = {}
   for j = 0, n - 1 do
     local b = i + j * 4
@@ -43,12 +43,30 @@ if mode == 'u' or mode == 'c' then
     table.insert(found, 1, 0)
     return found
   end
-  if mode == 'c' then
-    return {1, 0}
+  return {1, 0}
+elseif mode == 'u' then
+  -- HSETNX sets a missing marker and reports an existing one in one call;
+  -- when any exists, the markers set here are deleted again (nothing written).
+  local found = {}
+  local set = {}
+  for j = 0, n - 1 do
+    local b = i + j * 4
+    if redis.call('HSETNX', ARGV[b], ARGV[b + 1], ARGV[b + 2]) == 0 then
+      found[#found + 1] = j + 1
+      found[#found + 1] = redis.call('HGET', ARGV[b], ARGV[b + 1])
+    else
+      set[#set + 1] = b
+    end
+  end
+  if #found > 0 then
+    for _, b in ipairs(set) do
+      redis.call('HDEL', ARGV[b], ARGV[b + 1])
+    end
+    table.insert(found, 1, 0)
+    return found
   end
   for j = 0, n - 1 do
     local b = i + j * 4
-    redis.call('HSET', ARGV[b], ARGV[b + 1], ARGV[b + 2])
     bump(ARGV[b], tonumber(ARGV[b + 3]))
   end
   i = i + n * 4
@@ -142,36 +160,40 @@ end
 while i <= #ARGV do
   local kind = ARGV[i]
   local key = ARGV[i + 1]
-  local member = ARGV[i + 2]
-  local num = ARGV[i + 3]
-  local at = tonumber(ARGV[i + 4])
-  local keep = tonumber(ARGV[i + 5])
-  local ret = tonumber(ARGV[i + 6])
-  local guard = ARGV[i + 7]
-  local registry = ARGV[i + 8]
-  local projection = ARGV[i + 9]
-  i = i + 10
-  if kind == '1' then -- IncrBy
-    redis.call('INCRBY', key, num)
-    bump(key, at)
+  if kind == '1' then -- IncrBy: key, delta, expireAt
+    -- a counter's expiry is a function of its key (bucket end + ttl): it is
+    -- set when the counter is created, never looked at again
+    local num = ARGV[i + 2]
+    if redis.call('INCRBY', key, num) == tonumber(num) then
+      bump(key, tonumber(ARGV[i + 3]))
+    end
     applied = applied + 1
-  elseif kind == '2' then -- ZIncrBy
-    redis.call('ZINCRBY', key, num, member)
-    bump(key, at)
+    i = i + 4
+  elseif kind == '2' then -- ZIncrBy: key, member, delta, expireAt
+    redis.call('ZINCRBY', key, ARGV[i + 3], ARGV[i + 2])
+    bump(key, tonumber(ARGV[i + 4]))
     applied = applied + 1
-  elseif kind == '3' then -- ZAddMax
+    i = i + 5
+  elseif kind == '3' then -- ZAddMax: key, member, score, expireAt, keep, retentionMs, guardKey
+    local num = ARGV[i + 3]
+    local guard = ARGV[i + 7]
     if guard == '' or tonumber(num) > guardOf(guard) then
-      redis.call('ZADD', key, 'GT', num, member)
+      redis.call('ZADD', key, 'GT', num, ARGV[i + 2])
+      local keep = tonumber(ARGV[i + 5])
+      local ret = tonumber(ARGV[i + 6])
       if keep > 0 or ret > 0 then trims[key] = {keep, ret} end
-      bump(key, at)
+      bump(key, tonumber(ARGV[i + 4]))
       applied = applied + 1
     end
-  elseif kind == '4' then -- SetValue
-    redis.call('SET', key, member)
-    bump(key, at)
+    i = i + 8
+  elseif kind == '4' then -- SetValue: key, value, expireAt
+    redis.call('SET', key, ARGV[i + 2])
+    bump(key, tonumber(ARGV[i + 3]))
     applied = applied + 1
-  elseif kind == '5' then -- SetMax
+    i = i + 4
+  elseif kind == '5' then -- SetMax: key, score, expireAt
     flushTrims()
+    local num = ARGV[i + 2]
     local s = tonumber(num)
     local cur = redis.call('GET', key)
     if not cur or tonumber(cur) < s then
@@ -179,22 +201,28 @@ while i <= #ARGV do
       applied = applied + 1
     end
     if guards[key] ~= nil and guards[key] < s then guards[key] = s end
-    bump(key, at)
-  elseif kind == '6' then -- ZRemUpTo
+    bump(key, tonumber(ARGV[i + 3]))
+    i = i + 4
+  elseif kind == '6' then -- ZRemUpTo: key, score, registryKey
     flushTrims()
-    for _, k in ipairs(targets(key, registry)) do
+    local num = ARGV[i + 2]
+    for _, k in ipairs(targets(key, ARGV[i + 3])) do
       applied = applied + redis.call('ZREMRANGEBYSCORE', k, '-inf', num)
     end
-  elseif kind == '7' then -- ZRemMemberUpTo
+    i = i + 4
+  elseif kind == '7' then -- ZRemMemberUpTo: key, member, score
     flushTrims()
+    local member = ARGV[i + 2]
     local s = redis.call('ZSCORE', key, member)
-    if s and tonumber(s) <= tonumber(num) then
+    if s and tonumber(s) <= tonumber(ARGV[i + 3]) then
       applied = applied + redis.call('ZREM', key, member)
     end
-  elseif kind == '8' then -- ZRemPrefixUpTo (history day entries of one product)
+    i = i + 4
+  elseif kind == '8' then -- ZRemPrefixUpTo: key, member, score, registryKey (history day entries of one product)
     flushTrims()
-    local limit = tonumber(num)
-    for _, k in ipairs(targets(key, registry)) do
+    local member = ARGV[i + 2]
+    local limit = tonumber(ARGV[i + 3])
+    for _, k in ipairs(targets(key, ARGV[i + 4])) do
       local all = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
       for j = 1, #all, 2 do
         -- history members are <product>@<day>: the day is always 10 bytes, so
@@ -204,9 +232,11 @@ while i <= #ARGV do
         end
       end
     end
-  elseif kind == '9' then -- SAdd
-    redis.call('SADD', key, member)
-    bump(key, at)
+    i = i + 5
+  elseif kind == '9' then -- SAdd: key, member, expireAt
+    redis.call('SADD', key, ARGV[i + 2])
+    bump(key, tonumber(ARGV[i + 3]))
+    i = i + 4
   else
     return redis.error_reply('projector: unknown write kind ' .. tostring(kind))
   end

@@ -31,7 +31,11 @@ func (a *Applier) applyGlobal(ctx context.Context, done []*item, ranges []Range,
 		for _, r := range rs {
 			floor[tpField(r.Topic, r.Partition)] = r.First
 		}
-		var ws []projections.Write
+		total := 0
+		for _, it := range done {
+			total += len(it.global)
+		}
+		ws := make([]projections.Write, 0, total)
 		for _, it := range done {
 			tp := tpField(it.rec.Topic, it.rec.Partition)
 			if f, ok := floor[tp]; ok && it.rec.Offset >= f {

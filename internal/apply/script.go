@@ -2,7 +2,6 @@ package apply
 
 import (
 	_ "embed"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -15,22 +14,36 @@ var applyLua string
 // newScript returns the apply script (guard + write program for one slot).
 func newScript() *redis.Script { return redis.NewScript(applyLua) }
 
-// appendWrites encodes writes as the script's 10-value write program.
+// appendWrites encodes writes as the script's write program: per write its
+// kind and the values that kind needs (apply.lua reads them back).
 func appendWrites(args []any, ws []projections.Write) []any {
 	for i := range ws {
 		w := &ws[i]
-		member := w.Member
-		num := w.Score
+		args = append(args, kindArg[w.Kind], w.Key)
 		switch w.Kind {
+		case projections.IncrBy:
+			args = append(args, w.Delta, w.ExpireAt)
+		case projections.ZIncrBy:
+			args = append(args, w.Member, w.Delta, w.ExpireAt)
+		case projections.ZAddMax:
+			args = append(args, w.Member, w.Score, w.ExpireAt, w.Trim.Keep, w.Trim.RetentionMs, w.Guard)
 		case projections.SetValue:
-			member = w.Value
-		case projections.IncrBy, projections.ZIncrBy:
-			num = w.Delta
+			args = append(args, w.Value, w.ExpireAt)
+		case projections.SetMax:
+			args = append(args, w.Score, w.ExpireAt)
+		case projections.ZRemUpTo:
+			args = append(args, w.Score, w.Registry)
+		case projections.ZRemMemberUpTo:
+			args = append(args, w.Member, w.Score)
+		case projections.ZRemPrefixUpTo:
+			args = append(args, w.Member, w.Score, w.Registry)
+		case projections.SAdd:
+			args = append(args, w.Member, w.ExpireAt)
 		}
-		args = append(args,
-			strconv.Itoa(int(w.Kind)), w.Key, member, strconv.FormatInt(num, 10),
-			strconv.FormatInt(w.ExpireAt, 10), strconv.Itoa(w.Trim.Keep),
-			strconv.FormatInt(w.Trim.RetentionMs, 10), w.Guard, w.Registry, w.Projection)
 	}
 	return args
 }
+
+// kindArg is the script's name of each write kind.
+var kindArg = [...]any{projections.IncrBy: "1", projections.ZIncrBy: "2", projections.ZAddMax: "3", projections.SetValue: "4",
+	projections.SetMax: "5", projections.ZRemUpTo: "6", projections.ZRemMemberUpTo: "7", projections.ZRemPrefixUpTo: "8", projections.SAdd: "9"}
