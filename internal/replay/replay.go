@@ -68,7 +68,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 	start := time.Now()
 	sum := Summary{ByType: map[string]int64{}}
 	if opts.BatchSize < 1 {
-		opts.BatchSize = 5000
+		opts.BatchSize = 10000
 	}
 	sel, err := selectProjections(cfg.Projections, opts.Projections)
 	if err != nil {
