@@ -4,16 +4,63 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
 	"projector/pkg/projections"
 )
 
-// applyUsers runs one script per user group, pipelined. A group whose script
-// finds markers loses those events (duplicates, or redeliveries whose user
-// effects are already applied) and is tried again with the rest.
+// Users of a batch go to Redis in pipelines of userChunk script calls, up to
+// chunksInFlight at once, so the consumer encodes one pipeline while Redis
+// runs another. Each call touches one user's slot and is atomic on its own:
+// the order between users does not matter.
+const (
+	userChunk      = 256
+	chunksInFlight = 3
+)
+
+// applyUsers runs one script per user group, in concurrent pipelines of
+// userChunk users (see applyUserChunk).
 func (a *Applier) applyUsers(ctx context.Context, groups map[string][]*item, order []string, res *Result) error {
+	if len(order) <= userChunk {
+		return a.applyUserChunk(ctx, groups, order, res)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		slots = make(chan struct{}, chunksInFlight)
+	)
+	for start := 0; start < len(order); start += userChunk {
+		chunk := order[start:min(start+userChunk, len(order))]
+		own := make(map[string][]*item, len(chunk)) // each chunk rewrites only its own groups
+		for _, u := range chunk {
+			own[u] = groups[u]
+		}
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			part := Result{Outcomes: res.Outcomes} // each record's outcome is written by its own chunk only
+			err := a.applyUserChunk(ctx, own, chunk, &part)
+			mu.Lock()
+			defer mu.Unlock()
+			res.Writes += part.Writes
+			res.UserCalls += part.UserCalls
+			if err != nil && first == nil {
+				first = err
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// applyUserChunk runs one script per user group, pipelined. A group whose
+// script finds markers loses those events (duplicates, or redeliveries whose
+// user effects are already applied) and is tried again with the rest.
+func (a *Applier) applyUserChunk(ctx context.Context, groups map[string][]*item, order []string, res *Result) error {
 	pending := order
 	for len(pending) > 0 {
 		pipe := a.rdb.Pipeline()
