@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"projector/internal/gen"
 	"projector/internal/refmodel"
 	"projector/internal/testredis"
@@ -20,10 +22,20 @@ import (
 // consumer paused between batches. The end state equals the model with every
 // projection on: no gap, no double count.
 func TestRebuildWhileRunning(t *testing.T) {
+	srv := testredis.StartStandalone(t)
+	runRebuild(t, srv.Client(), []string{srv.Addr()}, "standalone")
+}
+
+// TestRebuildWhileRunningCluster: the same on a 3-master Redis Cluster.
+func TestRebuildWhileRunningCluster(t *testing.T) {
+	c := testredis.StartCluster(t, 3)
+	runRebuild(t, c.Client(), c.Addrs(), "cluster")
+}
+
+func runRebuild(t *testing.T, rdb redis.UniversalClient, addrs []string, mode string) {
 	ctx := context.Background()
 	topics := []string{"shop.views", "shop.clicks", "shop.orders"}
 	brokers := startKafka(t, 3, topics, "shop.dlq")
-	srv := testredis.StartStandalone(t)
 	start := time.Now()
 	gc := gen.DefaultConfig()
 	gc.Seed = testSeed(t)
@@ -38,7 +50,8 @@ func TestRebuildWhileRunning(t *testing.T) {
 	go produce(ctx, brokers, log[:a], 200, 100*time.Millisecond, done)
 	env := []string{
 		"PROJECTOR_KAFKA_BROKERS=" + strings.Join(brokers, ","),
-		"PROJECTOR_REDIS_ADDRS=" + srv.Addr(),
+		"PROJECTOR_REDIS_ADDRS=" + strings.Join(addrs, ","),
+		"PROJECTOR_REDIS_MODE=" + mode,
 		"PROJECTOR_BATCH_MAX_EVENTS=300",
 		"PROJECTOR_LOG_LEVEL=warn",
 		"PROJECTOR_HTTP_ADDR=127.0.0.1:0",
@@ -97,16 +110,16 @@ func TestRebuildWhileRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.term(t)
-	if n := srv.Client().HLen(ctx, "px:meta:{g}").Val(); n == 0 || srv.Client().HExists(ctx, "px:meta:{g}", "hold:trending").Val() {
+	if n := rdb.HLen(ctx, "px:meta:{g}").Val(); n == 0 || rdb.HExists(ctx, "px:meta:{g}", "hold:trending").Val() {
 		t.Errorf("the hold was not released")
 	}
-	if st := srv.Client().HGet(ctx, "px:meta:{g}", "status").Val(); st != "ready" {
+	if st := rdb.HGet(ctx, "px:meta:{g}", "status").Val(); st != "ready" {
 		t.Errorf("meta status after the rebuilds: %q, want ready", st)
 	}
 	opts := refmodel.Options{Projections: projections.Defaults(), Location: time.UTC, Window: 24 * time.Hour, Now: start,
 		Settle: time.Now().Add(5 * time.Second)}
 	want := refmodel.Expected(opts, log)
-	if diffs := refmodel.Compare(ctx, srv.Client(), want, opts, time.Second); len(diffs) > 0 {
+	if diffs := refmodel.Compare(ctx, rdb, want, opts, time.Second); len(diffs) > 0 {
 		t.Errorf("%d differences after the rebuild, first ones:\n%s", len(diffs), strings.Join(diffs[:min(len(diffs), 30)], "\n"))
 	}
 	checkDeadLetters(t, brokers, topics, "shop.dlq", log)
