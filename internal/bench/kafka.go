@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"projector/internal/kafkalag"
 )
 
 // Kafka is one Apache Kafka broker started with scripts/testenv/kafka.sh.
@@ -87,41 +89,12 @@ func (k *Kafka) CreateTopics(ctx context.Context, partitions int, topics ...stri
 	}
 }
 
-// Lag returns the group's total lag over the topics (end offset minus
-// committed offset, the earliest offset counting where nothing is committed).
+// Lag returns the group's total lag over the topics (internal/kafkalag).
 func (k *Kafka) Lag(ctx context.Context, group string, topics []string) (int64, error) {
 	client := &kafka.Client{Addr: kafka.TCP(k.addr), Timeout: 10 * time.Second}
-	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	ps, err := kafkalag.Measure(ctx, client, group, topics)
 	if err != nil {
-		return 0, fmt.Errorf("metadata: %w", err)
+		return 0, err
 	}
-	parts := map[string][]int{}
-	offReq := map[string][]kafka.OffsetRequest{}
-	for _, t := range meta.Topics {
-		for _, p := range t.Partitions {
-			parts[t.Name] = append(parts[t.Name], p.ID)
-			offReq[t.Name] = append(offReq[t.Name], kafka.LastOffsetOf(p.ID), kafka.FirstOffsetOf(p.ID))
-		}
-	}
-	committed, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: parts})
-	if err != nil {
-		return 0, fmt.Errorf("offset fetch: %w", err)
-	}
-	ends, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: offReq})
-	if err != nil {
-		return 0, fmt.Errorf("list offsets: %w", err)
-	}
-	var lag int64
-	for topic, ps := range ends.Topics {
-		for _, p := range ps {
-			c := p.FirstOffset
-			for _, cp := range committed.Topics[topic] {
-				if cp.Partition == p.Partition && cp.CommittedOffset >= 0 {
-					c = cp.CommittedOffset
-				}
-			}
-			lag += max(p.LastOffset-c, 0)
-		}
-	}
-	return lag, nil
+	return kafkalag.Total(ps), nil
 }

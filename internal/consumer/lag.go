@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"projector/internal/kafkaconn"
+	"projector/internal/kafkalag"
 	"projector/internal/obs"
 )
 
@@ -31,39 +32,12 @@ func MonitorLag(ctx context.Context, conn *kafkaconn.Conn, group string, topics 
 }
 
 func measureLag(ctx context.Context, client *kafka.Client, group string, topics []string, m *obs.Metrics) error {
-	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	ps, err := kafkalag.Measure(ctx, client, group, topics)
 	if err != nil {
 		return err
 	}
-	parts := map[string][]int{}
-	offReq := map[string][]kafka.OffsetRequest{}
-	for _, t := range meta.Topics {
-		for _, p := range t.Partitions {
-			parts[t.Name] = append(parts[t.Name], p.ID)
-			offReq[t.Name] = append(offReq[t.Name], kafka.LastOffsetOf(p.ID), kafka.FirstOffsetOf(p.ID))
-		}
-	}
-	committed, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: parts})
-	if err != nil {
-		return err
-	}
-	ends, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: offReq})
-	if err != nil {
-		return err
-	}
-	for topic, ps := range ends.Topics {
-		for _, p := range ps {
-			var c int64 = -1
-			for _, cp := range committed.Topics[topic] {
-				if cp.Partition == p.Partition {
-					c = cp.CommittedOffset
-				}
-			}
-			if c < 0 {
-				c = p.FirstOffset
-			}
-			m.ConsumerLag.WithLabelValues(topic, strconv.Itoa(p.Partition)).Set(float64(max(p.LastOffset-c, 0)))
-		}
+	for _, p := range ps {
+		m.ConsumerLag.WithLabelValues(p.Topic, strconv.Itoa(p.Partition)).Set(float64(p.Lag))
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"projector/internal/fingerprint"
+	"projector/internal/kafkalag"
 	"projector/pkg/projections"
 )
 
@@ -44,14 +45,8 @@ type Consumer struct {
 	Alive bool `json:"alive"`
 }
 
-// Partition is the lag of one partition.
-type Partition struct {
-	Topic     string `json:"topic"`
-	Partition int    `json:"partition"`
-	End       int64  `json:"end"`
-	Committed int64  `json:"committed"` // -1: nothing committed yet
-	Lag       int64  `json:"lag"`
-}
+// Partition is one partition's lag.
+type Partition = kafkalag.Partition
 
 // Lag is the last lag measurement.
 type Lag struct {

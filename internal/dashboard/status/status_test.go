@@ -64,7 +64,7 @@ func TestStatusFromRedisAndKafka(t *testing.T) {
 	if s.Alive != 1 || len(s.Consumers) != 2 || !s.Consumers[0].Alive || s.Consumers[1].Alive {
 		t.Fatalf("consumers: %+v", s.Consumers)
 	}
-	want := []Partition{{"views", 0, 10, 4, 6}, {"views", 1, 0, -1, 0}}
+	want := []Partition{{Topic: "views", Partition: 0, End: 10, Committed: 4, Lag: 6}, {Topic: "views", Partition: 1, End: 0, Committed: -1, Lag: 0}}
 	if s.Lag.Total != 6 || fmt.Sprint(s.Lag.Partitions) != fmt.Sprint(want) || s.Lag.Error != "" {
 		t.Fatalf("lag: %+v, want total 6 and %+v", s.Lag, want)
 	}
