@@ -66,11 +66,16 @@ func pauseRebuild(ctx context.Context, cfg config.Config, opts Options, rdb redi
 	if got != "ok" {
 		return fmt.Errorf("refusing: %s says status %q; only projections that are ready can be rebuilt while consumers run", keys.Meta(), got)
 	}
-	resumed := false
+	resumed, touched := false, false
 	defer func() {
-		if !resumed { // let the consumers go on; rerun to complete the projections
-			_ = resumeScript.Run(context.WithoutCancel(ctx), rdb, []string{keys.Meta()}, token).Err()
+		if resumed { // let the consumers go on; rerun to complete the projections
+			return
+		}
+		_ = resumeScript.Run(context.WithoutCancel(ctx), rdb, []string{keys.Meta()}, token).Err()
+		if touched {
 			log.Error("rebuild did not finish: the consumers resumed and the projections are incomplete; run the replayer again", zap.Strings("projections", names))
+		} else {
+			log.Error("rebuild did not start: the consumers resumed and nothing was changed", zap.Strings("projections", names))
 		}
 	}()
 	log.Info("consumers paused: waiting for every consumer to finish its batch in flight", zap.String("token", token))
@@ -87,6 +92,7 @@ func pauseRebuild(ctx context.Context, cfg config.Config, opts Options, rdb redi
 	}
 	complete, marked := splitAt(plan, wms)
 	log.Info("replay plan", zap.Strings("projections", names), zap.String("complete", complete.String()), zap.String("after_watermarks", marked.String()))
+	touched = true
 	if sum.Wiped, err = wipe(ctx, rdb, patterns(cfg.Redis.KeyPrefix, names)); err != nil {
 		return fmt.Errorf("wipe %v: %w", names, err)
 	}
@@ -108,10 +114,14 @@ func pauseRebuild(ctx context.Context, cfg config.Config, opts Options, rdb redi
 		}
 	}
 	prog.done()
-	if err := resumeScript.Run(ctx, rdb, []string{keys.Meta()}, token).Err(); err != nil {
+	ok, err := resumeScript.Run(ctx, rdb, []string{keys.Meta()}, token).Int()
+	if err != nil {
 		return fmt.Errorf("resume the consumers: %w", err)
 	}
 	resumed = true
+	if ok != 1 { // the meta hash changed under us: Redis lost data, or another replayer took over
+		return fmt.Errorf("%s no longer holds this replayer's pause; the consumers follow its status now (check it)", keys.Meta())
+	}
 	log.Info("consumers resumed", zap.Strings("projections", names))
 	if err := rdb.Del(ctx, rwm).Err(); err != nil {
 		log.Warn("remove replay watermarks", zap.String("key", rwm), zap.Error(err))
