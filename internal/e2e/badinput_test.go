@@ -11,10 +11,8 @@ import (
 
 	"projector/internal/corpus"
 	"projector/internal/gen"
-	"projector/internal/refmodel"
 	"projector/internal/testkafka"
 	"projector/internal/testredis"
-	"projector/pkg/projections"
 )
 
 // TestBadInputApacheKafka sends the whole bad-input corpus (internal/corpus:
@@ -95,27 +93,23 @@ func TestBadInputApacheKafka(t *testing.T) {
 	c.term(t)
 
 	checkDeadLetters(t, brokers, topics, "shop.dlq", log)
-	checked := 0
+	seen := map[string]bool{} // a generated poison record may have the same bytes as a corpus one
 	for _, d := range readAll(t, brokers, []string{"shop.dlq"}) {
 		want, ok := wantReason[d.Value]
 		if !ok {
 			continue // a poison record of the generator's own
 		}
-		checked++
+		seen[d.Value] = true
 		for _, sub := range want {
 			if !strings.Contains(d.Headers["error"], sub) {
 				t.Errorf("dead letter %.80q: reason %q does not contain %q", d.Value, d.Headers["error"], sub)
 			}
 		}
 	}
-	if checked != len(wantReason) {
-		t.Errorf("%d corpus records in the dead-letter topic, want %d", checked, len(wantReason))
+	if len(seen) != len(wantReason) {
+		t.Errorf("%d of the %d corpus records in the dead-letter topic", len(seen), len(wantReason))
 	}
-	opts := refmodel.Options{Projections: projections.Defaults(), Location: time.UTC, Window: 24 * time.Hour, Now: start,
-		Settle: time.Now().Add(5 * time.Second)}
-	if diffs := refmodel.Compare(ctx, srv.Client(), refmodel.Expected(opts, log), opts, time.Second); len(diffs) > 0 {
-		t.Errorf("%d differences, first ones:\n%s", len(diffs), strings.Join(diffs[:min(len(diffs), 30)], "\n"))
-	}
+	checkModel(t, srv.Client(), log, start)
 }
 
 // reasonPrefix is how a dead-letter reason starts for an error in field.

@@ -11,10 +11,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"projector/internal/gen"
-	"projector/internal/refmodel"
 	"projector/internal/testkafka"
 	"projector/internal/testredis"
-	"projector/pkg/projections"
 )
 
 // TestChaosStandalone and TestChaosCluster: three consumer processes in one
@@ -122,12 +120,7 @@ func runChaos(t *testing.T, mode string) {
 	for _, c := range consumers {
 		c.term(t)
 	}
-	opts := refmodel.Options{Projections: projections.Defaults(), Location: time.UTC, Window: 24 * time.Hour, Now: start,
-		Settle: time.Now().Add(5 * time.Second)}
-	want := refmodel.Expected(opts, log)
-	if diffs := refmodel.Compare(ctx, rdb, want, opts, time.Second); len(diffs) > 0 {
-		t.Errorf("%d differences after the chaos, first ones:\n%s", len(diffs), strings.Join(diffs[:min(len(diffs), 30)], "\n"))
-	}
+	checkModel(t, rdb, log, start)
 	checkDeadLetters(t, brokers, topics, "shop.dlq", log)
 }
 

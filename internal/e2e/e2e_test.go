@@ -179,6 +179,18 @@ func waitGroupMembers(t *testing.T, brokers []string, group string, n int) {
 	t.Fatalf("group %s not stable with %d members within 60s (%s)", group, n, last)
 }
 
+// checkModel asserts that every key, value and TTL (within 1 s) equals the
+// reference model of log with the default projections in UTC; keys that expire
+// within 5 s are excused.
+func checkModel(t *testing.T, rdb redis.UniversalClient, log []gen.Record, start time.Time) {
+	t.Helper()
+	opts := refmodel.Options{Projections: projections.Defaults(), Location: time.UTC, Window: 24 * time.Hour, Now: start,
+		Settle: time.Now().Add(5 * time.Second)}
+	if diffs := refmodel.Compare(context.Background(), rdb, refmodel.Expected(opts, log), opts, time.Second); len(diffs) > 0 {
+		t.Errorf("%d differences from the model, first ones:\n%s", len(diffs), strings.Join(diffs[:min(len(diffs), 30)], "\n"))
+	}
+}
+
 // checkDeadLetters asserts the dead-letter topic holds exactly the poison
 // records, once each, with the headers of SPEC section 2.
 func checkDeadLetters(t *testing.T, brokers, topics []string, dlq string, log []gen.Record) {

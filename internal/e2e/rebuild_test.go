@@ -10,9 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"projector/internal/gen"
-	"projector/internal/refmodel"
 	"projector/internal/testredis"
-	"projector/pkg/projections"
 )
 
 // TestRebuildWhileRunning: trending, bestsellers, last_viewed and stats are
@@ -116,11 +114,6 @@ func runRebuild(t *testing.T, rdb redis.UniversalClient, addrs []string, mode st
 	if st := rdb.HGet(ctx, "px:meta:{g}", "status").Val(); st != "ready" {
 		t.Errorf("meta status after the rebuilds: %q, want ready", st)
 	}
-	opts := refmodel.Options{Projections: projections.Defaults(), Location: time.UTC, Window: 24 * time.Hour, Now: start,
-		Settle: time.Now().Add(5 * time.Second)}
-	want := refmodel.Expected(opts, log)
-	if diffs := refmodel.Compare(ctx, rdb, want, opts, time.Second); len(diffs) > 0 {
-		t.Errorf("%d differences after the rebuild, first ones:\n%s", len(diffs), strings.Join(diffs[:min(len(diffs), 30)], "\n"))
-	}
+	checkModel(t, rdb, log, start)
 	checkDeadLetters(t, brokers, topics, "shop.dlq", log)
 }

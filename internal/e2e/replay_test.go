@@ -15,10 +15,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"projector/internal/gen"
-	"projector/internal/refmodel"
 	"projector/internal/testkafka"
 	"projector/internal/testredis"
-	"projector/pkg/projections"
 )
 
 func freeAddr(t *testing.T) string {
@@ -133,12 +131,7 @@ func runRecovery(t *testing.T, realKafka bool, rdb redis.UniversalClient, addrs 
 	}
 	c.term(t)
 
-	opts := refmodel.Options{Projections: projections.Defaults(), Location: time.UTC, Window: 24 * time.Hour, Now: start,
-		Settle: time.Now().Add(5 * time.Second)}
-	want := refmodel.Expected(opts, log)
-	if diffs := refmodel.Compare(ctx, rdb, want, opts, time.Second); len(diffs) > 0 {
-		t.Errorf("%d differences after recovery, first ones:\n%s", len(diffs), strings.Join(diffs[:min(len(diffs), 30)], "\n"))
-	}
+	checkModel(t, rdb, log, start)
 	checkDeadLetters(t, brokers, topics, "shop.dlq", log)
 	// Nothing is lost now: a replayer run refuses.
 	rp := exec.Command(replayerBin)
