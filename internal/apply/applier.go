@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -98,6 +99,7 @@ type Applier struct {
 	opts    Options
 	script  *redis.Script
 	seen    map[string]string // CheckOnly: marker key + id -> origin of unmarked records
+	bufs    sync.Pool         // *[]projections.Write: the planned writes of a batch, reused
 }
 
 // New returns an Applier writing through rdb.
@@ -171,7 +173,12 @@ func (a *Applier) apply(ctx context.Context, recs []Record, ranges []Range) (Res
 	} else if status != StatusReady {
 		return res, &NotReadyError{Status: status} // checked again atomically by the global script
 	}
-	groups, order := a.plan(recs, wms, now, &res)
+	bp, _ := a.bufs.Get().(*[]projections.Write)
+	if bp == nil {
+		bp = new([]projections.Write)
+	}
+	defer a.bufs.Put(bp)
+	groups, order := a.plan(recs, wms, now, &res, bp)
 	var all []*item
 	for _, u := range order {
 		all = append(all, groups[u]...)
@@ -207,11 +214,16 @@ func (a *Applier) apply(ctx context.Context, recs []Record, ranges []Range) (Res
 
 // plan computes every record's writes, drops records below their partition's
 // watermark and in-batch duplicates, and groups the rest by user.
-func (a *Applier) plan(recs []Record, wms map[string]string, now time.Time, res *Result) (map[string][]*item, []string) {
+// The writes go into *bp, which is grown when needed and reused by later batches.
+func (a *Applier) plan(recs []Record, wms map[string]string, now time.Time, res *Result, bp *[]projections.Write) (map[string][]*item, []string) {
 	groups := make(map[string][]*item, len(recs))
 	var order []string
 	seen := make(map[string]bool, len(recs))
-	buf := make([]projections.Write, 0, 16*len(recs)) // every record's writes, in one array
+	buf := (*bp)[:0] // every record's writes, in one array
+	if cap(buf) < 20*len(recs) {
+		buf = make([]projections.Write, 0, 20*len(recs))
+	}
+	defer func() { *bp = buf }()
 	window := a.opts.Window.Milliseconds()
 	for i := range recs {
 		r := &recs[i]

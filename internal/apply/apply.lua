@@ -22,10 +22,14 @@ local n = tonumber(ARGV[2])
 local i = 3
 local function fmt(x) return string.format('%.0f', x) end
 local exp = {}
-local function bump(k, at)
+local slides = {}
+-- bump records that key k must expire at `at` or later. slide marks keys
+-- whose expiry follows their newest entry (it usually moves with every write).
+local function bump(k, at, slide)
   if at > 0 then
     local c = exp[k]
     if c == nil or at > c then exp[k] = at end
+    if slide then slides[k] = true end
   end
 end
 
@@ -127,7 +131,7 @@ local applied = 0
 
 local function flushTrims()
   for k, t in pairs(trims) do
-    if t[1] > 0 then
+    if t[1] > 0 and t[3] then
       redis.call('ZREMRANGEBYRANK', k, 0, -(t[1] + 1))
     end
     if t[2] > 0 then
@@ -178,11 +182,21 @@ while i <= #ARGV do
     local num = ARGV[i + 3]
     local guard = ARGV[i + 7]
     if guard == '' or tonumber(num) > guardOf(guard) then
-      redis.call('ZADD', key, 'GT', num, ARGV[i + 2])
+      local added = redis.call('ZADD', key, 'GT', num, ARGV[i + 2])
       local keep = tonumber(ARGV[i + 5])
       local ret = tonumber(ARGV[i + 6])
-      if keep > 0 or ret > 0 then trims[key] = {keep, ret} end
-      bump(key, tonumber(ARGV[i + 4]))
+      if keep > 0 or ret > 0 then
+        -- the size trim is needed only when a member was added: every add
+        -- trims, so a set that did not grow is within its size already
+        local t = trims[key]
+        if t then
+          t[1], t[2] = keep, ret
+          if added > 0 then t[3] = true end
+        else
+          trims[key] = {keep, ret, added > 0}
+        end
+      end
+      bump(key, tonumber(ARGV[i + 4]), true)
       applied = applied + 1
     end
     i = i + 8
@@ -235,7 +249,7 @@ while i <= #ARGV do
     i = i + 5
   elseif kind == '9' then -- SAdd: key, member, expireAt
     redis.call('SADD', key, ARGV[i + 2])
-    bump(key, tonumber(ARGV[i + 3]))
+    bump(key, tonumber(ARGV[i + 3]), true)
     i = i + 4
   else
     return redis.error_reply('projector: unknown write kind ' .. tostring(kind))
@@ -243,10 +257,17 @@ while i <= #ARGV do
 end
 flushTrims()
 
+-- Expiry only moves later. A sliding key usually gets a later expiry: try
+-- PEXPIREAT GT first (one call); it does nothing on a key without expiry (a
+-- new key), which the PEXPIRETIME check then finds. Other keys keep the
+-- expiry they were created with, so they are checked first.
 for k, at in pairs(exp) do
-  local cur = redis.call('PEXPIRETIME', k)
-  if cur == -1 or (cur >= 0 and at > cur) then
-    redis.call('PEXPIREAT', k, fmt(at))
+  local a = fmt(at)
+  if not (slides[k] and redis.call('PEXPIREAT', k, a, 'GT') == 1) then
+    local cur = redis.call('PEXPIRETIME', k)
+    if cur == -1 or (cur >= 0 and at > cur) then
+      redis.call('PEXPIREAT', k, a)
+    end
   end
 end
 return {1, applied}

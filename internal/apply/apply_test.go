@@ -123,7 +123,7 @@ func TestApplyAfterCrashBetweenUserAndGlobal(t *testing.T) {
 	recs, ranges := batch(0, view("e1", "u1", "p1", ts), view("e2", "u2", "p1", ts))
 	var res Result
 	res.Outcomes = make([]Outcome, len(recs))
-	groups, order := a.plan(recs, nil, testNow, &res)
+	groups, order := a.plan(recs, nil, testNow, &res, new([]projections.Write))
 	if err := a.applyUsers(ctx, groups, order, &res); err != nil {
 		t.Fatal(err)
 	}

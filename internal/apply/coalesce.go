@@ -34,48 +34,65 @@ func merge(dst *projections.Write, w *projections.Write) {
 
 // coalesceIndexed is Coalesce with maps from keys to positions in the output.
 func coalesceIndexed(ws []projections.Write) []projections.Write {
-	out := make([]projections.Write, 0, len(ws))
-	incr := make(map[string]int, len(ws)/4)
-	zincr := make(map[memberKey]int, len(ws)/4)
-	zadd := map[memberKey]int{}
-	once := map[memberKey]bool{}
+	c := newCoalescer(len(ws))
 	for i := range ws {
-		w := &ws[i]
-		switch w.Kind {
-		case projections.IncrBy:
-			if j, ok := incr[w.Key]; ok {
-				merge(&out[j], w)
-				continue
-			}
-			incr[w.Key] = len(out)
-		case projections.ZIncrBy:
-			mk := memberKey{w.Key, w.Member}
-			if j, ok := zincr[mk]; ok {
-				merge(&out[j], w)
-				continue
-			}
-			zincr[mk] = len(out)
-		case projections.ZAddMax:
-			mk := memberKey{w.Key, w.Member}
-			if j, ok := zadd[mk]; ok && out[j].Guard == w.Guard {
-				merge(&out[j], w)
-				continue
-			}
-			zadd[mk] = len(out)
-		case projections.SetValue, projections.SAdd:
-			mk := memberKey{w.Key, w.Member + "\x00" + w.Value}
-			if once[mk] {
-				continue
-			}
-			once[mk] = true
-		default:
-			if w.Kind.Barrier() {
-				clear(zadd)
-			}
-		}
-		out = append(out, *w)
+		c.add(&ws[i])
 	}
-	return out
+	return c.out
+}
+
+// coalescer is Coalesce one write at a time, indexed by maps (for large
+// groups, such as a batch's global writes, which need not be copied into one
+// slice first).
+type coalescer struct {
+	out   []projections.Write
+	incr  map[string]int
+	zincr map[memberKey]int
+	zadd  map[memberKey]int
+	once  map[memberKey]bool
+}
+
+// newCoalescer returns a coalescer for about n writes.
+func newCoalescer(n int) *coalescer {
+	return &coalescer{out: make([]projections.Write, 0, n/2+1), incr: make(map[string]int, n/4),
+		zincr: make(map[memberKey]int, n/4), zadd: map[memberKey]int{}, once: map[memberKey]bool{}}
+}
+
+// add merges w into the writes so far, or appends it.
+func (c *coalescer) add(w *projections.Write) {
+	switch w.Kind {
+	case projections.IncrBy:
+		if j, ok := c.incr[w.Key]; ok {
+			merge(&c.out[j], w)
+			return
+		}
+		c.incr[w.Key] = len(c.out)
+	case projections.ZIncrBy:
+		mk := memberKey{w.Key, w.Member}
+		if j, ok := c.zincr[mk]; ok {
+			merge(&c.out[j], w)
+			return
+		}
+		c.zincr[mk] = len(c.out)
+	case projections.ZAddMax:
+		mk := memberKey{w.Key, w.Member}
+		if j, ok := c.zadd[mk]; ok && c.out[j].Guard == w.Guard {
+			merge(&c.out[j], w)
+			return
+		}
+		c.zadd[mk] = len(c.out)
+	case projections.SetValue, projections.SAdd:
+		mk := memberKey{w.Key, w.Member + "\x00" + w.Value}
+		if c.once[mk] {
+			return
+		}
+		c.once[mk] = true
+	default:
+		if w.Kind.Barrier() {
+			clear(c.zadd)
+		}
+	}
+	c.out = append(c.out, *w)
 }
 
 // coalesceSmall is Coalesce by pairwise comparison, for small groups.

@@ -36,3 +36,13 @@ func TestCoalesceMergesOnlyWhereSafe(t *testing.T) {
 		t.Errorf("the barrier must keep the later zadd after it: %+v", out[3:5])
 	}
 }
+
+// TestArgCount: argCount predicts exactly how many arguments appendWrites makes.
+func TestArgCount(t *testing.T) {
+	for k := p.IncrBy; k <= p.SAdd; k++ {
+		ws := []p.Write{{Kind: k, Key: "k"}, {Kind: k, Key: "k2"}}
+		if got, want := argCount(ws), len(appendWrites(nil, ws)); got != want {
+			t.Errorf("kind %d: argCount %d, appendWrites made %d", k, got, want)
+		}
+	}
+}

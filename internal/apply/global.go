@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-
-	"projector/pkg/projections"
 )
 
 // applyGlobal applies the global writes of the applied events of a batch in one
@@ -35,17 +33,18 @@ func (a *Applier) applyGlobal(ctx context.Context, done []*item, ranges []Range,
 		for _, it := range done {
 			total += len(it.global)
 		}
-		ws := make([]projections.Write, 0, total)
+		c := newCoalescer(total)
 		for _, it := range done {
 			tp := tpField(it.rec.Topic, it.rec.Partition)
 			if f, ok := floor[tp]; ok && it.rec.Offset >= f {
 				for i := range it.global {
 					if !held.skip(&it.global[i], tp, it.rec.Offset) {
-						ws = append(ws, it.global[i])
+						c.add(&it.global[i])
 					}
 				}
 			}
 		}
+		ws := c.out
 		args := make([]any, 0, 3+3*len(rs)+9*len(ws))
 		args = append(args, "g", wmKey, strconv.Itoa(len(rs)))
 		for _, r := range rs {
@@ -55,7 +54,7 @@ func (a *Applier) applyGlobal(ctx context.Context, done []*item, ranges []Range,
 		for _, v := range heldRaw {
 			args = append(args, v)
 		}
-		args = appendWrites(args, Coalesce(ws))
+		args = appendWrites(args, ws)
 		res.GlobalCalls++
 		keys := []string{wmKey, a.keys.Meta()}
 		if a.opts.IgnoreMeta {

@@ -44,6 +44,19 @@ func appendWrites(args []any, ws []projections.Write) []any {
 	return args
 }
 
+// argCount is the number of script arguments appendWrites makes of ws.
+func argCount(ws []projections.Write) int {
+	n := 0
+	for i := range ws {
+		n += 2 + kindValues[ws[i].Kind]
+	}
+	return n
+}
+
+// kindValues is the number of values each write kind has after its key.
+var kindValues = [...]int{projections.IncrBy: 2, projections.ZIncrBy: 3, projections.ZAddMax: 6, projections.SetValue: 2,
+	projections.SetMax: 2, projections.ZRemUpTo: 2, projections.ZRemMemberUpTo: 2, projections.ZRemPrefixUpTo: 3, projections.SAdd: 2}
+
 // kindArg is the script's name of each write kind.
 var kindArg = [...]any{projections.IncrBy: "1", projections.ZIncrBy: "2", projections.ZAddMax: "3", projections.SetValue: "4",
 	projections.SetMax: "5", projections.ZRemUpTo: "6", projections.ZRemMemberUpTo: "7", projections.ZRemPrefixUpTo: "8", projections.SAdd: "9"}

@@ -67,20 +67,31 @@ func (a *Applier) applyUserChunk(ctx context.Context, groups map[string][]*item,
 		cmds := make([]*redis.Cmd, len(pending))
 		for i, u := range pending {
 			g := groups[u]
-			args := make([]any, 0, 2+4*len(g)+9*len(g)*4)
 			mode := "u"
 			if a.opts.CheckOnly {
 				mode = "c"
 			}
-			args = append(args, mode, strconv.Itoa(len(g)))
 			var ws []projections.Write
+			if !a.opts.CheckOnly {
+				ws = g[0].user
+				if len(g) > 1 {
+					n := 0
+					for _, it := range g {
+						n += len(it.user)
+					}
+					ws = make([]projections.Write, 0, n)
+					for _, it := range g {
+						ws = append(ws, it.user...)
+					}
+				}
+				ws = Coalesce(ws)
+			}
+			args := make([]any, 0, 2+4*len(g)+argCount(ws))
+			args = append(args, mode, strconv.Itoa(len(g)))
 			for _, it := range g {
 				args = append(args, it.marker, it.rec.Event.ID, it.origin, strconv.FormatInt(it.markerExp, 10))
-				if !a.opts.CheckOnly {
-					ws = append(ws, it.user...)
-				}
 			}
-			args = appendWrites(args, Coalesce(ws))
+			args = appendWrites(args, ws)
 			cmds[i] = a.script.EvalSha(ctx, pipe, []string{g[0].marker}, args...)
 		}
 		_, _ = pipe.Exec(ctx)

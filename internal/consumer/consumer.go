@@ -6,7 +6,6 @@ package consumer
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -138,33 +137,28 @@ func (c *Consumer) Run(ctx context.Context) error {
 	go c.watchMeta(ctx)
 	c.log.Info("consuming", zap.Strings("topics", c.opts.Topics), zap.String("group", c.opts.GroupID),
 		zap.Int("batch_max_events", c.opts.MaxEvents), zap.Duration("batch_max_wait", c.opts.MaxWait))
-	backoff := fetchBackoffMin
+	fctx, stopFetching := context.WithCancel(ctx)
+	defer stopFetching()
+	records := make(chan kafka.Message, 4096)
+	want, batches := make(chan struct{}), make(chan []kafka.Message)
+	go c.pump(fctx, records)
+	go c.batch(fctx, records, want, batches)
 	for {
-		msgs, err := c.fetch(ctx)
-		if len(msgs) > 0 {
-			if perr := c.process(ctx, msgs); perr != nil {
-				return perr
-			}
-		}
-		if err == nil {
-			backoff = fetchBackoffMin
-			continue
-		}
-		if ctx.Err() != nil {
-			c.log.Info("stopped: batch in flight committed")
-			return nil
-		}
-		// kafka-go reports a failed group join (a broker restarting, the
-		// coordinator moving) and keeps reconnecting on its own: wait and go on.
-		c.metrics.KafkaFetchErrors.Inc()
-		c.log.Warn("fetch from Kafka failed; retrying", zap.Error(err), zap.Duration("backoff", backoff))
 		select {
 		case <-ctx.Done():
-			c.log.Info("stopped")
+			c.log.Info("stopped: batch in flight committed")
 			return nil
-		case <-time.After(backoff):
+		case want <- struct{}{}:
 		}
-		backoff = min(2*backoff, fetchBackoffMax)
+		select {
+		case <-ctx.Done():
+			c.log.Info("stopped: batch in flight committed")
+			return nil
+		case msgs := <-batches:
+			if err := c.process(ctx, msgs); err != nil {
+				return err
+			}
+		}
 	}
 }
 
@@ -181,26 +175,4 @@ func (c *Consumer) close() {
 	if err := c.dlq.Close(); err != nil {
 		c.log.Warn("close dead-letter writer", zap.Error(err))
 	}
-}
-
-// fetch waits for one record, then gathers more for up to MaxWait or MaxEvents.
-func (c *Consumer) fetch(ctx context.Context) ([]kafka.Message, error) {
-	first, err := c.reader.FetchMessage(ctx)
-	if err != nil {
-		return nil, err
-	}
-	msgs := []kafka.Message{first}
-	wctx, cancel := context.WithTimeout(ctx, c.opts.MaxWait)
-	defer cancel()
-	for len(msgs) < c.opts.MaxEvents {
-		m, err := c.reader.FetchMessage(wctx)
-		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) || (ctx.Err() == nil && wctx.Err() != nil) {
-				return msgs, nil
-			}
-			return msgs, err
-		}
-		msgs = append(msgs, m)
-	}
-	return msgs, nil
 }

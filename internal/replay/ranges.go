@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -112,75 +113,128 @@ func planRanges(ctx context.Context, cfg config.Config, toLatest bool) (ranges, 
 	return out, nil
 }
 
-// readAndApply reads each span in order and applies it in batches.
+// readAndApply reads every span at once (one reader per partition) and
+// applies the records in batches of up to batch records across partitions,
+// reading the next batch while the previous one is applied. Each partition's
+// records reach the batches in offset order, which is all the applier's
+// watermarks need.
 func readAndApply(ctx context.Context, cfg config.Config, plan ranges, batch int, a *apply.Applier, sum *Summary, prog *progress) error {
 	conn, err := kafkaconn.New(cfg.Kafka)
 	if err != nil {
 		return err
 	}
+	defer conn.Close()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	records := make(chan kafka.Message, 8192)
+	var readers sync.WaitGroup
 	for _, s := range plan {
 		if s.End <= s.First {
 			continue
 		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Kafka.Brokers, Dialer: conn.Dialer(), Topic: s.Topic, Partition: s.Partition,
-			MinBytes: 1, MaxBytes: max(10<<20, 2*cfg.Kafka.MaxRecordBytes+(1<<20)), MaxWait: 250 * time.Millisecond})
-		if err := r.SetOffset(s.First); err != nil {
-			r.Close()
-			return fmt.Errorf("seek %s/%d to %d: %w", s.Topic, s.Partition, s.First, err)
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			if err := readSpan(ctx, conn, cfg.Kafka, s, records); err != nil {
+				cancel(err)
+			}
+		}()
+	}
+	go func() { readers.Wait(); close(records) }()
+	batches := make(chan []kafka.Message, 1)
+	go gather(ctx, records, batch, batches)
+	for msgs := range batches {
+		if err := applyBatch(ctx, msgs, cfg.Kafka.MaxRecordBytes, a, sum, prog); err != nil {
+			cancel(err)
+			break
 		}
-		err := readSpan(ctx, r, s, batch, cfg.Kafka.MaxRecordBytes, a, sum, prog)
-		r.Close()
-		if err != nil {
-			return err
-		}
+	}
+	if err := context.Cause(ctx); err != nil {
+		return err
 	}
 	return nil
 }
 
-func readSpan(ctx context.Context, r *kafka.Reader, s span, batch, maxBytes int, a *apply.Applier, sum *Summary, prog *progress) error {
-	msgs := make([]kafka.Message, 0, batch)
-	flush := func() error {
-		if len(msgs) == 0 {
-			return nil
-		}
-		recs, bad, rgs := consumer.Split(msgs, maxBytes)
-		res, err := a.Apply(ctx, recs, rgs)
-		if err != nil {
-			return fmt.Errorf("apply %s/%d up to offset %d: %w", s.Topic, s.Partition, msgs[len(msgs)-1].Offset, err)
-		}
-		for i, rec := range recs {
-			switch res.Outcomes[i] {
-			case apply.Applied:
-				sum.ByType[string(rec.Event.Type)]++
-			case apply.Duplicate:
-				sum.Duplicates++
-			}
-		}
-		sum.Poison += int64(len(bad))
-		sum.Writes += res.Writes
-		sum.Events += int64(len(msgs))
-		prog.add(int64(len(msgs)))
-		msgs = msgs[:0]
-		return nil
+// readSpan sends the records of one span to out, in offset order.
+func readSpan(ctx context.Context, conn *kafkaconn.Conn, kc config.KafkaConfig, s span, out chan<- kafka.Message) error {
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: kc.Brokers, Dialer: conn.Dialer(), Topic: s.Topic, Partition: s.Partition,
+		MinBytes: 1, MaxBytes: max(10<<20, 2*kc.MaxRecordBytes+(1<<20)), MaxWait: 250 * time.Millisecond, QueueCapacity: 1000})
+	defer r.Close()
+	if err := r.SetOffset(s.First); err != nil {
+		return fmt.Errorf("seek %s/%d to %d: %w", s.Topic, s.Partition, s.First, err)
 	}
 	for {
-		m, err := r.ReadMessage(ctx)
+		m, err := r.FetchMessage(ctx)
 		if err != nil {
 			return fmt.Errorf("read %s/%d: %w", s.Topic, s.Partition, err)
 		}
 		if m.Offset >= s.End {
-			return flush()
+			return nil
 		}
-		msgs = append(msgs, m)
-		if len(msgs) >= batch || m.Offset == s.End-1 {
-			if err := flush(); err != nil {
-				return err
-			}
+		select {
+		case out <- m:
+		case <-ctx.Done():
+			return context.Cause(ctx)
 		}
 		if m.Offset >= s.End-1 {
 			return nil
 		}
 	}
+}
+
+// gather cuts the records into batches of up to size records; it closes out
+// when the records end or ctx does.
+func gather(ctx context.Context, in <-chan kafka.Message, size int, out chan<- []kafka.Message) {
+	defer close(out)
+	msgs := make([]kafka.Message, 0, size)
+	for {
+		m, ok := <-in
+		if ok {
+			msgs = append(msgs, m)
+		}
+		if len(msgs) > 0 && (!ok || len(msgs) >= size) {
+			select {
+			case out <- msgs:
+			case <-ctx.Done():
+				return
+			}
+			msgs = make([]kafka.Message, 0, size)
+		}
+		if !ok {
+			return
+		}
+	}
+}
+
+// applyBatch applies one batch and adds it to the summary.
+func applyBatch(ctx context.Context, msgs []kafka.Message, maxBytes int, a *apply.Applier, sum *Summary, prog *progress) error {
+	recs, bad, rgs := consumer.Split(msgs, maxBytes)
+	res, err := a.Apply(ctx, recs, rgs)
+	if err != nil {
+		return fmt.Errorf("apply a batch of %d records (%s): %w", len(msgs), describeRanges(rgs), err)
+	}
+	for i, rec := range recs {
+		switch res.Outcomes[i] {
+		case apply.Applied:
+			sum.ByType[string(rec.Event.Type)]++
+		case apply.Duplicate:
+			sum.Duplicates++
+		}
+	}
+	sum.Poison += int64(len(bad))
+	sum.Writes += res.Writes
+	sum.Events += int64(len(msgs))
+	prog.add(int64(len(msgs)))
+	return nil
+}
+
+// describeRanges names the offsets a batch covers, for error messages.
+func describeRanges(rgs []apply.Range) string {
+	parts := make([]string, len(rgs))
+	for i, r := range rgs {
+		parts[i] = fmt.Sprintf("%s/%d:%d-%d", r.Topic, r.Partition, r.First, r.Last)
+	}
+	return strings.Join(parts, " ")
 }
 
 // commitOffsets commits the end of every span for the group (--to latest).
