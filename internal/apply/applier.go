@@ -225,6 +225,7 @@ func (a *Applier) plan(recs []Record, wms map[string]string, now time.Time, res 
 	}
 	defer func() { *bp = buf }()
 	window := a.opts.Window.Milliseconds()
+	var scratch []projections.Write
 	for i := range recs {
 		r := &recs[i]
 		if wm, ok := wms[tpField(r.Topic, r.Partition)]; ok {
@@ -247,21 +248,25 @@ func (a *Applier) plan(recs []Record, wms map[string]string, now time.Time, res 
 		n := len(buf)
 		buf = a.planner.Plan(*ev, now, buf)
 		ws := buf[n:len(buf):len(buf)]
-		u, k := 0, 0
-		for i := range ws { // keep the selected writes, the user's first, then the global ones
-			w := ws[i]
+		// keep the selected writes, the user's first, then the global ones
+		// (each in plan order; the global ones wait in scratch)
+		u := 0
+		scratch = scratch[:0]
+		for i := range ws {
+			w := &ws[i]
 			if a.opts.Only != nil && !a.opts.Only[w.Projection] {
 				continue
 			}
 			if w.Global {
-				ws[k] = w
+				scratch = append(scratch, *w)
 			} else {
-				copy(ws[u+1:k+1], ws[u:k])
-				ws[u] = w
+				if u != i {
+					ws[u] = *w
+				}
 				u++
 			}
-			k++
 		}
+		k := u + copy(ws[u:], scratch)
 		it.user, it.global = ws[:u:u], ws[u:k:k]
 		if _, ok := groups[ev.UserID]; !ok {
 			order = append(order, ev.UserID)

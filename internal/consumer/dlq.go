@@ -205,7 +205,8 @@ func ReadDeadLetters(ctx context.Context, conn *kafkaconn.Conn, dlqTopic string,
 
 // readOrigins passes the source headers of records [from, end) of one partition to fn.
 func readOrigins(ctx context.Context, conn *kafkaconn.Conn, topic string, partition int, from, end int64, fn func(string, int, int64)) error {
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: conn.Brokers(), Dialer: conn.Dialer(), Topic: topic, Partition: partition, MaxBytes: 10 << 20})
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: conn.Brokers(), Dialer: conn.Dialer(), Topic: topic, Partition: partition,
+		MaxBytes: 10 << 20, MaxWait: 250 * time.Millisecond})
 	defer r.Close()
 	if err := r.SetOffset(from); err != nil {
 		return err
