@@ -6,6 +6,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
+
+	"projector/internal/batching"
 )
 
 // Batching runs beside the applier, so Kafka is read while Redis applies the
@@ -55,63 +57,11 @@ func (c *Consumer) pump(ctx context.Context, out chan<- kafka.Message) {
 // partition's high watermark for the consumer to count as caught up.
 func behindBy(maxEvents int) int64 { return int64(max(maxEvents/4, 1)) }
 
-// gathered is what the batcher holds: records by partition number, each
-// partition's in offset order.
-type gathered struct {
-	parts map[int][]kafka.Message
-	total int
-	full  int // a partition number holding MaxEvents records, or -1
-}
-
-func (g *gathered) add(m kafka.Message, maxEvents int) {
-	b := g.parts[m.Partition]
-	if b == nil {
-		b = make([]kafka.Message, 0, min(maxEvents, 1024))
-	}
-	g.parts[m.Partition] = append(b, m)
-	g.total++
-	if len(b)+1 >= maxEvents && g.full < 0 {
-		g.full = m.Partition
-	}
-}
-
-// take removes and returns the next batch: the full partition's records, or
-// everything when that fits in maxEvents, or else the largest partition's.
-func (g *gathered) take(maxEvents int) []kafka.Message {
-	p := g.full
-	if p < 0 && g.total <= maxEvents {
-		out := make([]kafka.Message, 0, g.total)
-		for _, b := range g.parts {
-			out = append(out, b...)
-		}
-		clear(g.parts)
-		g.total = 0
-		return out
-	}
-	if p < 0 {
-		for q, b := range g.parts {
-			if p < 0 || len(b) > len(g.parts[p]) {
-				p = q
-			}
-		}
-	}
-	out := g.parts[p]
-	delete(g.parts, p)
-	g.total -= len(out)
-	g.full = -1
-	for q, b := range g.parts {
-		if len(b) >= maxEvents {
-			g.full = q
-		}
-	}
-	return out
-}
-
 // batch gathers the pump's records until ctx ends, and answers each request
 // of the applier on want with a batch on out, once it has one to give.
 func (c *Consumer) batch(ctx context.Context, in <-chan kafka.Message, want <-chan struct{}, out chan<- []kafka.Message) {
 	var (
-		g       = gathered{parts: map[int][]kafka.Message{}, full: -1}
+		g       = batching.New(c.opts.MaxEvents)
 		timer   = time.NewTimer(time.Hour)
 		waiting bool // the timer runs for what is gathered
 		open    bool // everything gathered may go to a free applier
@@ -123,22 +73,22 @@ func (c *Consumer) batch(ctx context.Context, in <-chan kafka.Message, want <-ch
 	defer timer.Stop()
 	for {
 		recv := in
-		if g.full >= 0 {
+		if g.Full() {
 			recv = nil // a partition is full: wait for the applier
 		}
 		var asked <-chan struct{}
-		if g.total > 0 && (g.full >= 0 || open) {
+		if g.Len() > 0 && (g.Full() || open) {
 			asked = want
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case m := <-recv:
-			if g.total == 0 {
+			if g.Len() == 0 {
 				timer.Reset(wait)
 				waiting, open = true, false
 			}
-			g.add(m, c.opts.MaxEvents)
+			g.Add(m)
 			behind = m.HighWaterMark-m.Offset-1 >= behindBy(c.opts.MaxEvents)
 			quiet = false
 		case <-timerC(timer, waiting):
@@ -150,11 +100,11 @@ func (c *Consumer) batch(ctx context.Context, in <-chan kafka.Message, want <-ch
 			}
 		case <-asked:
 			select {
-			case out <- g.take(c.opts.MaxEvents):
+			case out <- g.Take():
 			case <-ctx.Done():
 				return
 			}
-			if g.total == 0 {
+			if g.Len() == 0 {
 				timer.Stop()
 				waiting, open = false, false
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"projector/internal/apply"
+	"projector/internal/batching"
 	"projector/internal/config"
 	"projector/internal/consumer"
 	"projector/internal/kafkaconn"
@@ -182,25 +183,28 @@ func readSpan(ctx context.Context, conn *kafkaconn.Conn, kc config.KafkaConfig, 
 	}
 }
 
-// gather cuts the records into batches of up to size records; it closes out
-// when the records end or ctx does.
+// gather cuts the records into batches of up to size records, of one
+// partition number where it can (see internal/batching); it closes out when
+// the records end or ctx does.
 func gather(ctx context.Context, in <-chan kafka.Message, size int, out chan<- []kafka.Message) {
 	defer close(out)
-	msgs := make([]kafka.Message, 0, size)
-	for {
-		m, ok := <-in
-		if ok {
-			msgs = append(msgs, m)
+	g := batching.New(size)
+	send := func(b []kafka.Message) bool {
+		select {
+		case out <- b:
+			return true
+		case <-ctx.Done():
+			return false
 		}
-		if len(msgs) > 0 && (!ok || len(msgs) >= size) {
-			select {
-			case out <- msgs:
-			case <-ctx.Done():
-				return
-			}
-			msgs = make([]kafka.Message, 0, size)
+	}
+	for m := range in {
+		g.Add(m)
+		if g.Full() && !send(g.Take()) {
+			return
 		}
-		if !ok {
+	}
+	for g.Len() > 0 {
+		if !send(g.Take()) {
 			return
 		}
 	}
