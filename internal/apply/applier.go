@@ -98,8 +98,9 @@ type Applier struct {
 	keys    projections.Keys
 	opts    Options
 	script  *redis.Script
-	seen    map[string]string // CheckOnly: marker key + id -> origin of unmarked records
-	bufs    sync.Pool         // *[]projections.Write: the planned writes of a batch, reused
+	seen    map[string]string   // CheckOnly: marker key + id -> origin of unmarked records
+	bufMu   sync.Mutex          // held by the Apply using buf
+	buf     []projections.Write // the planned writes of a batch, reused by the next
 }
 
 // New returns an Applier writing through rdb.
@@ -173,11 +174,14 @@ func (a *Applier) apply(ctx context.Context, recs []Record, ranges []Range) (Res
 	} else if status != StatusReady {
 		return res, &NotReadyError{Status: status} // checked again atomically by the global script
 	}
-	bp, _ := a.bufs.Get().(*[]projections.Write)
-	if bp == nil {
-		bp = new([]projections.Write)
+	// The planned writes of a batch take tens of MB: reuse one buffer
+	// (sync.Pool would drop it at every other GC), or a new one when another
+	// Apply runs at the same time.
+	bp := new([]projections.Write)
+	if a.bufMu.TryLock() {
+		defer a.bufMu.Unlock()
+		bp = &a.buf
 	}
-	defer a.bufs.Put(bp)
 	groups, order := a.plan(recs, wms, now, &res, bp)
 	var all []*item
 	for _, u := range order {
@@ -226,6 +230,7 @@ func (a *Applier) plan(recs []Record, wms map[string]string, now time.Time, res 
 	defer func() { *bp = buf }()
 	window := a.opts.Window.Milliseconds()
 	var scratch []projections.Write
+	items := make([]item, len(recs)) // one allocation for the batch's items
 	for i := range recs {
 		r := &recs[i]
 		if wm, ok := wms[tpField(r.Topic, r.Partition)]; ok {
@@ -236,7 +241,8 @@ func (a *Applier) plan(recs []Record, wms map[string]string, now time.Time, res 
 		}
 		ev := &r.Event
 		b := projections.BucketsOf(ev.TS, a.opts.Location)
-		it := &item{idx: i, rec: r, marker: a.keys.Seen(ev.UserID, b.Day),
+		it := &items[i]
+		*it = item{idx: i, rec: r, marker: a.keys.Seen(ev.UserID, b.Day),
 			origin:    r.Topic + ":" + strconv.Itoa(r.Partition) + ":" + strconv.FormatInt(r.Offset, 10),
 			markerExp: max(b.DayEnd+window, now.UnixMilli()+window)}
 		dk := it.marker + "\x00" + ev.ID
