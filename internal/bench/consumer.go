@@ -20,6 +20,8 @@ type Throughput struct {
 	Rate float64
 	// RedisCPU and ConsumerCPU are microseconds of CPU per event.
 	RedisCPU, ConsumerCPU float64
+	// KafkaCPU is the broker's (the JVM's) microseconds of CPU per event.
+	KafkaCPU float64
 	// Commands are the Redis commandstats over the consumer's whole run of
 	// Total events (the loaded log).
 	Commands map[string]CommandStat
@@ -33,9 +35,9 @@ const group = "projector"
 
 // sample is one observation of the running consumer.
 type sample struct {
-	at              time.Time
-	events          float64
-	redis, consumer float64
+	at                     time.Time
+	events                 float64
+	redis, consumer, kafka float64
 }
 
 func (e *env) sample(ctx context.Context, c *Proc) (sample, error) {
@@ -45,6 +47,9 @@ func (e *env) sample(ctx context.Context, c *Proc) (sample, error) {
 		return s, err
 	}
 	if s.redis, err = e.redis.CPUSeconds(ctx); err != nil {
+		return s, err
+	}
+	if s.kafka, err = e.kafka.CPUSeconds(); err != nil {
 		return s, err
 	}
 	s.consumer, err = c.CPUSeconds()
@@ -104,14 +109,15 @@ func (e *env) runConsumer(ctx context.Context, p *kgo.Client) (Throughput, Laten
 	th.Rate = float64(th.Events) / th.Elapsed.Seconds()
 	th.RedisCPU = 1e6 * (last.redis - first.redis) / float64(th.Events)
 	th.ConsumerCPU = 1e6 * (last.consumer - first.consumer) / float64(th.Events)
+	th.KafkaCPU = 1e6 * (last.kafka - first.kafka) / float64(th.Events)
 	if th.ScriptCalls, err = c.Metric(ctx, "projector_script_calls_total", ""); err != nil {
 		return th, nil, err
 	}
 	if th.Commands, err = e.redis.CommandStats(ctx); err != nil {
 		return th, nil, err
 	}
-	e.logf("consumer: %d events in %v: %.0f ev/s, redis %.2f us/ev, consumer %.2f us/ev",
-		th.Events, th.Elapsed.Round(time.Millisecond), th.Rate, th.RedisCPU, th.ConsumerCPU)
+	e.logf("consumer: %d events in %v: %.0f ev/s, redis %.2f us/ev, consumer %.2f us/ev, kafka broker %.2f us/ev",
+		th.Events, th.Elapsed.Round(time.Millisecond), th.Rate, th.RedisCPU, th.ConsumerCPU, th.KafkaCPU)
 	if err := e.waitLag(ctx); err != nil {
 		return th, nil, err
 	}

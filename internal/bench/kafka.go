@@ -49,6 +49,20 @@ func StartKafka(ctx context.Context, repo, dir string) (*Kafka, error) {
 // Addr is the bootstrap address.
 func (k *Kafka) Addr() string { return k.addr }
 
+// CPUSeconds returns the broker JVM's CPU time so far (its pid is in the
+// data directory's broker.pid, written by kafka.sh).
+func (k *Kafka) CPUSeconds() (float64, error) {
+	b, err := os.ReadFile(filepath.Join(k.dir, "broker.pid"))
+	if err != nil {
+		return 0, fmt.Errorf("read broker pid: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("broker pid: %w", err)
+	}
+	return pidCPUSeconds(pid)
+}
+
 // Stop stops the broker.
 func (k *Kafka) Stop() {
 	cmd := exec.Command(k.script, "stop", "--data", k.dir, "--timeout", "10")

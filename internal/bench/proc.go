@@ -98,7 +98,12 @@ func (p *Proc) CPUSeconds() (float64, error) {
 		return (st.UserTime() + st.SystemTime()).Seconds(), nil
 	default:
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	return pidCPUSeconds(p.cmd.Process.Pid)
+}
+
+// pidCPUSeconds returns the user+system CPU time of a running process.
+func pidCPUSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, fmt.Errorf("read process stat: %w", err)
 	}
