@@ -58,6 +58,15 @@ func newCoalescer(n int) *coalescer {
 		zincr: make(map[memberKey]int, n/4), zadd: map[memberKey]int{}, once: map[memberKey]bool{}}
 }
 
+// reset empties c for the next group, keeping its memory.
+func (c *coalescer) reset() {
+	c.out = c.out[:0]
+	clear(c.incr)
+	clear(c.zincr)
+	clear(c.zadd)
+	clear(c.once)
+}
+
 // add merges w into the writes so far, or appends it.
 func (c *coalescer) add(w *projections.Write) {
 	switch w.Kind {
@@ -97,7 +106,12 @@ func (c *coalescer) add(w *projections.Write) {
 
 // coalesceSmall is Coalesce by pairwise comparison, for small groups.
 func coalesceSmall(ws []projections.Write) []projections.Write {
-	out := make([]projections.Write, 0, len(ws))
+	return coalesceSmallInto(ws, make([]projections.Write, 0, len(ws)))
+}
+
+// coalesceSmallInto is coalesceSmall writing into out[:0].
+func coalesceSmallInto(ws, out []projections.Write) []projections.Write {
+	out = out[:0]
 	fence := 0 // ZAddMax writes merge only with writes from here on (after the last barrier)
 	for i := range ws {
 		w := &ws[i]
@@ -143,4 +157,43 @@ func coalesceSmall(ws []projections.Write) []projections.Write {
 		out = append(out, *w)
 	}
 	return out
+}
+
+// groupCoalescer coalesces the user writes of one group after another,
+// reusing its buffers: a group's writes are encoded into script arguments
+// before the next group is coalesced.
+type groupCoalescer struct {
+	flat, out []projections.Write
+	big       *coalescer
+}
+
+// of returns Coalesce of the user writes of g's records in order; the result
+// is valid until the next call.
+func (gc *groupCoalescer) of(g []*item) []projections.Write {
+	n := 0
+	for _, it := range g {
+		n += len(it.user)
+	}
+	if n <= smallGroup {
+		ws := g[0].user
+		if len(g) > 1 {
+			gc.flat = gc.flat[:0]
+			for _, it := range g {
+				gc.flat = append(gc.flat, it.user...)
+			}
+			ws = gc.flat
+		}
+		gc.out = coalesceSmallInto(ws, gc.out)
+		return gc.out
+	}
+	if gc.big == nil {
+		gc.big = newCoalescer(n)
+	}
+	gc.big.reset()
+	for _, it := range g {
+		for i := range it.user {
+			gc.big.add(&it.user[i])
+		}
+	}
+	return gc.big.out
 }

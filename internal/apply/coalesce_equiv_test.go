@@ -31,3 +31,36 @@ func TestCoalesceSmallEqualsIndexed(t *testing.T) {
 		t.Fatal("no write was ever merged: the sequences exercise nothing")
 	}
 }
+
+// groupCoalescer, reused across groups of one or more records, small and
+// large, gives what Coalesce gives for the group's writes in order.
+func TestGroupCoalescerEqualsCoalesce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	kinds := []p.Kind{p.IncrBy, p.ZIncrBy, p.ZAddMax, p.SetValue, p.SetMax, p.ZRemUpTo, p.SAdd}
+	pick := func(s ...string) string { return s[rng.IntN(len(s))] }
+	var gc groupCoalescer
+	large := 0
+	for range 5_000 {
+		g := make([]*item, 1+rng.IntN(12))
+		var all []p.Write
+		for j := range g {
+			ws := make([]p.Write, rng.IntN(16))
+			for i := range ws {
+				ws[i] = p.Write{Kind: kinds[rng.IntN(len(kinds))], Key: pick("a", "b", "c", "d"), Member: pick("x", "y", "z"),
+					Value: pick("", "v"), Guard: pick("", "g"), Delta: rng.Int64N(5), Score: rng.Int64N(100), ExpireAt: rng.Int64N(100)}
+			}
+			g[j] = &item{user: ws}
+			all = append(all, ws...)
+		}
+		if len(all) > smallGroup {
+			large++
+		}
+		want := Coalesce(all)
+		if got := gc.of(g); !reflect.DeepEqual(append([]p.Write{}, got...), append([]p.Write{}, want...)) {
+			t.Fatalf("group of %d records, %d writes:\ngot  %+v\nwant %+v", len(g), len(all), got, want)
+		}
+	}
+	if large == 0 {
+		t.Fatal("no group was larger than smallGroup")
+	}
+}

@@ -62,6 +62,8 @@ func (a *Applier) applyUsers(ctx context.Context, groups map[string][]*item, ord
 // user effects are already applied) and is tried again with the rest.
 func (a *Applier) applyUserChunk(ctx context.Context, groups map[string][]*item, order []string, res *Result) error {
 	pending := order
+	var gc groupCoalescer
+	sha := a.script.Hash()
 	for len(pending) > 0 {
 		pipe := a.rdb.Pipeline()
 		cmds := make([]*redis.Cmd, len(pending))
@@ -73,26 +75,18 @@ func (a *Applier) applyUserChunk(ctx context.Context, groups map[string][]*item,
 			}
 			var ws []projections.Write
 			if !a.opts.CheckOnly {
-				ws = g[0].user
-				if len(g) > 1 {
-					n := 0
-					for _, it := range g {
-						n += len(it.user)
-					}
-					ws = make([]projections.Write, 0, n)
-					for _, it := range g {
-						ws = append(ws, it.user...)
-					}
-				}
-				ws = Coalesce(ws)
+				ws = gc.of(g)
 			}
-			args := make([]any, 0, 2+4*len(g)+argCount(ws))
-			args = append(args, mode, strconv.Itoa(len(g)))
+			// EVALSHA sha 1 key mode n markers... writes..., built here in one
+			// slice that go-redis sends as it is
+			args := make([]any, 0, 6+4*len(g)+argCount(ws))
+			args = append(args, "evalsha", sha, "1", g[0].marker, mode, strconv.Itoa(len(g)))
 			for _, it := range g {
 				args = append(args, it.marker, it.rec.Event.ID, it.origin, strconv.FormatInt(it.markerExp, 10))
 			}
 			args = appendWrites(args, ws)
-			cmds[i] = a.script.EvalSha(ctx, pipe, []string{g[0].marker}, args...)
+			cmds[i] = redis.NewCmd(ctx, args...)
+			_ = pipe.Process(ctx, cmds[i])
 		}
 		_, _ = pipe.Exec(ctx)
 		var next []string

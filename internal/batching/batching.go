@@ -12,12 +12,13 @@ type Gatherer struct {
 	size  int
 	parts map[int][]kafka.Message
 	total int
-	full  int // a partition number holding Size records, or -1
+	full  int         // a partition number holding Size records, or -1
+	hint  map[int]int // capacity for a partition's next bucket: its last batch's size
 }
 
 // New returns an empty Gatherer of batches of at most size records.
 func New(size int) *Gatherer {
-	return &Gatherer{size: max(size, 1), parts: map[int][]kafka.Message{}, full: -1}
+	return &Gatherer{size: max(size, 1), parts: map[int][]kafka.Message{}, full: -1, hint: map[int]int{}}
 }
 
 // Len is the number of records held.
@@ -30,7 +31,7 @@ func (g *Gatherer) Full() bool { return g.full >= 0 }
 func (g *Gatherer) Add(m kafka.Message) {
 	b := g.parts[m.Partition]
 	if b == nil {
-		b = make([]kafka.Message, 0, min(g.size, 1024))
+		b = make([]kafka.Message, 0, min(g.size, max(g.hint[m.Partition], 1024)))
 	}
 	g.parts[m.Partition] = append(b, m)
 	g.total++
@@ -65,6 +66,7 @@ func (g *Gatherer) Take() []kafka.Message {
 	}
 	out := g.parts[p]
 	delete(g.parts, p)
+	g.hint[p] = len(out)
 	g.total -= len(out)
 	g.full = -1
 	for q, b := range g.parts {

@@ -72,7 +72,10 @@ func (e *env) runConsumer(ctx context.Context, p *kgo.Client) (Throughput, Laten
 	if err != nil {
 		return th, nil, err
 	}
-	defer c.Stop()
+	defer func() {
+		c.Stop()
+		e.logf("consumer: peak RSS %d MiB", c.PeakRSS()>>20)
+	}()
 	c.MetricsURL = "http://" + addr + "/metrics"
 	total := float64(e.cfg.Load.Events)
 	e.logf("consumer started; waiting for %d events", e.cfg.Load.Events)

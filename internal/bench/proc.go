@@ -89,6 +89,18 @@ func (p *Proc) Stop() {
 	}
 }
 
+// PeakRSS returns the most memory the process held (bytes), once it has exited.
+func (p *Proc) PeakRSS() int64 {
+	select {
+	case <-p.done:
+		if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			return ru.Maxrss << 10 // KiB on Linux
+		}
+	default:
+	}
+	return 0
+}
+
 // CPUSeconds returns the process's user+system CPU time so far (from
 // /proc/<pid>/stat while it runs, from its rusage once it has exited).
 func (p *Proc) CPUSeconds() (float64, error) {
