@@ -6,6 +6,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -130,10 +131,12 @@ func (e *env) runConsumer(ctx context.Context, p *kgo.Client) (Throughput, Laten
 	var lat Latencies
 	if e.cfg.Latency.Rate > 0 {
 		e.logf("latency: %d ev/s for %v", e.cfg.Latency.Rate, e.cfg.Latency.Duration)
+		before := batchDurations(ctx, c)
 		if lat, err = MeasureLatency(ctx, p, e.redis.Client(), e.cfg.Latency); err != nil {
 			return th, nil, err
 		}
 		e.logf("latency: %d markers, p50 %v p99 %v max %v", len(lat), lat.Quantile(0.5), lat.Quantile(0.99), lat.Quantile(1))
+		e.logf("latency: consumer batches by duration: %s", describeDurations(before, batchDurations(ctx, c)))
 	}
 	return th, lat, nil
 }
@@ -160,4 +163,29 @@ func (e *env) profile(ctx context.Context, addr string) error {
 	}
 	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, e.cfg.ProfileSeconds)
 	return Fetch(ctx, url, filepath.Join(e.cfg.Dir, "consumer.pprof"))
+}
+
+// durationBounds are upper bounds (le) of projector_batch_duration_seconds buckets.
+var durationBounds = []string{"0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "+Inf"}
+
+// batchDurations reads the cumulative bucket counts of the consumer's batch durations.
+func batchDurations(ctx context.Context, c *Proc) []float64 {
+	out := make([]float64, len(durationBounds))
+	for i, le := range durationBounds {
+		out[i], _ = c.Metric(ctx, "projector_batch_duration_seconds_bucket", `le="`+le+`"`)
+	}
+	return out
+}
+
+// describeDurations says how many batches between two readings took up to
+// each bound, e.g. "<=10ms 812, <=25ms 120, ...".
+func describeDurations(before, after []float64) string {
+	var parts []string
+	prev := 0.0
+	for i, le := range durationBounds {
+		n := after[i] - before[i]
+		parts = append(parts, fmt.Sprintf("<=%ss %.0f", le, n-prev))
+		prev = n
+	}
+	return strings.Join(parts, ", ")
 }

@@ -19,9 +19,11 @@ import (
 // one partition number's MaxEvents records (of every topic). Producers key
 // events by user, so such a batch holds a quarter of the users of a
 // four-partition topic, each with more events: fewer script calls per event.
-// Caught up with the log (or when no record came for MaxWait), everything
-// gathered goes to the applier as soon as it is free and MaxWait has passed
-// since the first record: live traffic waits about MaxWait plus one apply.
+// Caught up with the log (or when no record came for MaxWait, or after
+// gathering for 20 x MaxWait: live traffic that fell a little behind must not
+// wait for full batches), everything gathered goes to the applier as soon as
+// it is free and MaxWait has passed since the first record: live traffic
+// waits about MaxWait plus one apply.
 
 // pump fetches records until ctx ends. A failed fetch (a broker restarting,
 // the group coordinator moving: kafka-go keeps reconnecting) is counted,
@@ -68,6 +70,7 @@ func (c *Consumer) batch(ctx context.Context, in <-chan kafka.Message, want <-ch
 		behind  bool // the newest record is far from its high watermark
 		quiet   bool // no record came since the timer was set
 		wait    = max(c.opts.MaxWait, time.Millisecond)
+		since   time.Time // when the records held began to be gathered
 	)
 	timer.Stop()
 	defer timer.Stop()
@@ -86,13 +89,13 @@ func (c *Consumer) batch(ctx context.Context, in <-chan kafka.Message, want <-ch
 		case m := <-recv:
 			if g.Len() == 0 {
 				timer.Reset(wait)
-				waiting, open = true, false
+				waiting, open, since = true, false, time.Now()
 			}
 			g.Add(m)
 			behind = m.HighWaterMark-m.Offset-1 >= behindBy(c.opts.MaxEvents)
 			quiet = false
 		case <-timerC(timer, waiting):
-			if !behind || quiet {
+			if !behind || quiet || time.Since(since) >= 20*wait {
 				waiting, open = false, true
 			} else {
 				quiet = true // look again after another wait

@@ -52,6 +52,10 @@ func Split(msgs []kafka.Message, maxBytes int) ([]apply.Record, []Poison, []appl
 
 func field(topic string, partition int) string { return topic + ":" + strconv.Itoa(partition) }
 
+// slowBatch is the batch duration above which a batch is logged with the
+// time of each of its steps.
+const slowBatch = time.Second
+
 // process applies one batch and commits it. It keeps retrying Redis and the
 // dead-letter topic with backoff; after ctx ends it retries for ShutdownGrace more.
 func (c *Consumer) process(ctx context.Context, msgs []kafka.Message) error {
@@ -62,6 +66,7 @@ func (c *Consumer) process(ctx context.Context, msgs []kafka.Message) error {
 	if err := c.retry(wctx, "dead-letter", func(ctx context.Context) error { return c.deadLetter(ctx, bad) }); err != nil {
 		return err
 	}
+	dead := time.Now()
 	var res apply.Result
 	if err := c.retry(wctx, "apply", func(wctx context.Context) error {
 		for {
@@ -86,10 +91,16 @@ func (c *Consumer) process(ctx context.Context, msgs []kafka.Message) error {
 		return err
 	}
 	c.observe(recs, bad, res)
+	applied := time.Now()
 	if err := c.commit(wctx, msgs); err != nil {
 		return err
 	}
-	c.metrics.BatchDuration.Observe(time.Since(start).Seconds())
+	took := time.Since(start)
+	if took > slowBatch {
+		c.log.Warn("slow batch", zap.Int("records", len(msgs)), zap.Int("poison", len(bad)), zap.Duration("took", took),
+			zap.Duration("dead_letter", dead.Sub(start)), zap.Duration("apply", applied.Sub(dead)), zap.Duration("commit", time.Since(applied)))
+	}
+	c.metrics.BatchDuration.Observe(took.Seconds())
 	c.metrics.BatchEvents.Observe(float64(len(msgs)))
 	return nil
 }
