@@ -143,19 +143,30 @@ func (c *Consumer) Run(ctx context.Context) error {
 	want, batches := make(chan struct{}), make(chan []kafka.Message)
 	go c.pump(fctx, records)
 	go c.batch(fctx, records, want, batches)
+	cm := c.startCommitter(ctx)
+	err := c.consume(ctx, want, batches, cm)
+	if cerr := cm.close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		c.log.Info("stopped: batch in flight committed")
+	}
+	return err
+}
+
+// consume applies batch after batch until ctx ends or a batch cannot be applied.
+func (c *Consumer) consume(ctx context.Context, want chan<- struct{}, batches <-chan []kafka.Message, cm *committer) error {
 	for {
 		select {
 		case <-ctx.Done():
-			c.log.Info("stopped: batch in flight committed")
 			return nil
 		case want <- struct{}{}:
 		}
 		select {
 		case <-ctx.Done():
-			c.log.Info("stopped: batch in flight committed")
 			return nil
 		case msgs := <-batches:
-			if err := c.process(ctx, msgs); err != nil {
+			if err := c.process(ctx, msgs, cm); err != nil {
 				return err
 			}
 		}

@@ -56,9 +56,10 @@ func field(topic string, partition int) string { return topic + ":" + strconv.It
 // time of each of its steps.
 const slowBatch = time.Second
 
-// process applies one batch and commits it. It keeps retrying Redis and the
-// dead-letter topic with backoff; after ctx ends it retries for ShutdownGrace more.
-func (c *Consumer) process(ctx context.Context, msgs []kafka.Message) error {
+// process applies one batch and hands it to the committer. It keeps retrying
+// Redis and the dead-letter topic with backoff; after ctx ends it retries for
+// ShutdownGrace more.
+func (c *Consumer) process(ctx context.Context, msgs []kafka.Message, cm *committer) error {
 	start := time.Now()
 	recs, bad, ranges := Split(msgs, c.opts.MaxRecordBytes)
 	wctx, cancel := c.workContext(ctx)
@@ -91,18 +92,14 @@ func (c *Consumer) process(ctx context.Context, msgs []kafka.Message) error {
 		return err
 	}
 	c.observe(recs, bad, res)
-	applied := time.Now()
-	if err := c.commit(wctx, msgs); err != nil {
-		return err
-	}
 	took := time.Since(start)
 	if took > slowBatch {
 		c.log.Warn("slow batch", zap.Int("records", len(msgs)), zap.Int("poison", len(bad)), zap.Duration("took", took),
-			zap.Duration("dead_letter", dead.Sub(start)), zap.Duration("apply", applied.Sub(dead)), zap.Duration("commit", time.Since(applied)))
+			zap.Duration("dead_letter", dead.Sub(start)), zap.Duration("apply", time.Since(dead)))
 	}
 	c.metrics.BatchDuration.Observe(took.Seconds())
 	c.metrics.BatchEvents.Observe(float64(len(msgs)))
-	return nil
+	return cm.add(msgs)
 }
 
 // workContext lives until ShutdownGrace after ctx ends, so the batch in flight can finish.
