@@ -131,7 +131,11 @@ func TestQueriedMetricsExist(t *testing.T) {
 	// Redis errors appear only while Redis fails: make it fail while the
 	// consumer applies more records until it has counted some errors, then
 	// let it recover.
-	waitFor(t, metricsURL, "projector_batch_events_count")
+	// projector_events_total (labelled) appears once a batch was applied; a
+	// histogram such as projector_batch_events is served from the start, so
+	// waiting for it let the errors begin before the consumer's first
+	// readiness check, which then never passed (a flake under load).
+	waitFor(t, metricsURL, "projector_events_total")
 	mr.SetError("ERR injected by deploycheck")
 	publish()
 	waitFor(t, metricsURL, "projector_redis_errors_total")
