@@ -119,3 +119,29 @@ func TestBatcherByPartition(t *testing.T) {
 		t.Fatalf("caught up: got %d records, want the 3 of three partitions together", len(b))
 	}
 }
+
+// TestDropRepeats: records delivered again after a rebalance (an offset at or
+// below one already in the batch for its partition) are dropped, the rest
+// keep their order; a batch without repeats is returned as it is.
+func TestDropRepeats(t *testing.T) {
+	m := func(topic string, p int, o int64) kafka.Message {
+		return kafka.Message{Topic: topic, Partition: p, Offset: o}
+	}
+	in := []kafka.Message{m("a", 0, 70), m("a", 0, 71), m("b", 0, 5), m("a", 1, 71), m("a", 0, 72),
+		m("a", 0, 71), m("a", 0, 72), m("a", 0, 73), m("b", 0, 5), m("b", 0, 6)}
+	want := []kafka.Message{m("a", 0, 70), m("a", 0, 71), m("b", 0, 5), m("a", 1, 71), m("a", 0, 72), m("a", 0, 73), m("b", 0, 6)}
+	got := dropRepeats(in)
+	if len(got) != len(want) {
+		t.Fatalf("got %d records, want %d: %v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i].Topic != want[i].Topic || got[i].Partition != want[i].Partition || got[i].Offset != want[i].Offset {
+			t.Fatalf("record %d: got %s/%d/%d, want %s/%d/%d", i, got[i].Topic, got[i].Partition, got[i].Offset,
+				want[i].Topic, want[i].Partition, want[i].Offset)
+		}
+	}
+	clean := want[:4]
+	if out := dropRepeats(clean); len(out) != 4 || &out[0] != &clean[0] {
+		t.Fatal("a batch without repeats was copied or changed")
+	}
+}

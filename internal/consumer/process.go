@@ -50,6 +50,39 @@ func Split(msgs []kafka.Message, maxBytes int) ([]apply.Record, []Poison, []appl
 	return recs, bad, ranges
 }
 
+// topicPartition names a partition without building a string.
+type topicPartition struct {
+	topic     string
+	partition int
+}
+
+// dropRepeats removes records that repeat an offset already in the batch:
+// after a rebalance kafka-go delivers a partition again from its committed
+// offset, so records still gathered for a batch can come twice (a poison
+// record would then be dead-lettered twice). Each partition's records stay
+// in order.
+func dropRepeats(msgs []kafka.Message) []kafka.Message {
+	last := make(map[topicPartition]int64, 16)
+	var out []kafka.Message
+	for i, m := range msgs {
+		tp := topicPartition{m.Topic, m.Partition}
+		if l, ok := last[tp]; ok && m.Offset <= l {
+			if out == nil {
+				out = append(make([]kafka.Message, 0, len(msgs)), msgs[:i]...)
+			}
+			continue
+		}
+		last[tp] = m.Offset
+		if out != nil {
+			out = append(out, m)
+		}
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
+}
+
 func field(topic string, partition int) string { return topic + ":" + strconv.Itoa(partition) }
 
 // slowBatch is the batch duration above which a batch is logged with the
@@ -61,6 +94,7 @@ const slowBatch = time.Second
 // ShutdownGrace more.
 func (c *Consumer) process(ctx context.Context, msgs []kafka.Message, cm *committer) error {
 	start := time.Now()
+	msgs = dropRepeats(msgs)
 	recs, bad, ranges := Split(msgs, c.opts.MaxRecordBytes)
 	wctx, cancel := c.workContext(ctx)
 	defer cancel()
