@@ -81,9 +81,10 @@ func produce(ctx context.Context, brokers []string, recs []gen.Record, chunk int
 
 // proc is one running consumer process.
 type proc struct {
-	cmd  *exec.Cmd
-	log  *bytes.Buffer
-	done chan error
+	cmd     *exec.Cmd
+	log     *bytes.Buffer
+	done    chan error
+	started time.Time
 }
 
 // cleanEnv is the test's environment without PROJECTOR_* variables, plus env.
@@ -107,7 +108,7 @@ func startConsumer(t *testing.T, env []string) *proc {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start consumer: %v", err)
 	}
-	p := &proc{cmd: cmd, log: &buf, done: make(chan error, 1)}
+	p := &proc{cmd: cmd, log: &buf, done: make(chan error, 1), started: time.Now()}
 	go func() { p.done <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -151,6 +152,14 @@ func (p *proc) kill9(t *testing.T) {
 // term sends SIGTERM and asserts a clean exit with code 0.
 func (p *proc) term(t *testing.T) {
 	t.Helper()
+	// A SIGTERM before the process installed its handler (Go runtime and
+	// package start-up, first thing in main) ends it by the default action,
+	// "signal: terminated": a chaos run whose last kill came just before the
+	// end stopped its brand-new replacement that way. Start-up takes far
+	// less than this.
+	if d := termAfter - time.Since(p.started); d > 0 {
+		time.Sleep(d)
+	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatalf("SIGTERM: %v", err)
 	}
@@ -164,6 +173,9 @@ func (p *proc) term(t *testing.T) {
 		t.Fatalf("consumer did not stop within 60s of SIGTERM")
 	}
 }
+
+// termAfter is how long after its start a process is sent SIGTERM at the earliest.
+const termAfter = 5 * time.Second
 
 func tail(s string, n int) string {
 	if len(s) > n {
