@@ -34,7 +34,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	dry := fs.Bool("dry-run", false, "only say what would be read and written")
 	to := fs.String("to", "committed", "replay up to the group's committed offsets, or to the 'latest' offsets (then committed for the group)")
 	partial := fs.Bool("allow-partial", false, "rebuild even though Kafka no longer holds the beginning of the log")
-	batch := fs.Int("batch", 10000, "records applied per batch")
+	batch := fs.Int("batch", 0, "records applied per batch (default 50000 for a replay after data loss, 10000 with --projections)")
 	cfg, log, code := app.Setup(fs, args, environ, stderr)
 	if log == nil {
 		return code

@@ -138,6 +138,16 @@ type item struct {
 	marked    bool // the user phase found this record's marker
 }
 
+// originOf is "<topic>:<partition>:<offset>", the value of r's marker.
+func originOf(r *Record) string {
+	var b [96]byte
+	o := append(b[:0], r.Topic...)
+	o = append(o, ':')
+	o = strconv.AppendInt(o, int64(r.Partition), 10)
+	o = append(o, ':')
+	return string(strconv.AppendInt(o, r.Offset, 10))
+}
+
 func tpField(topic string, partition int) string { return topic + ":" + strconv.Itoa(partition) }
 
 // Apply applies a batch. It is idempotent: calling it again with the same or an
@@ -240,10 +250,15 @@ func (a *Applier) plan(recs []Record, wms map[string]string, now time.Time, res 
 			}
 		}
 		ev := &r.Event
-		b := projections.BucketsOf(ev.TS, a.opts.Location)
+		var b projections.Buckets
+		if a.opts.Location == a.planner.Location() {
+			b = a.planner.Buckets(ev.TS) // cached per hour
+		} else {
+			b = projections.BucketsOf(ev.TS, a.opts.Location)
+		}
 		it := &items[i]
 		*it = item{idx: i, rec: r, marker: a.keys.Seen(ev.UserID, b.Day),
-			origin:    r.Topic + ":" + strconv.Itoa(r.Partition) + ":" + strconv.FormatInt(r.Offset, 10),
+			origin:    originOf(r),
 			markerExp: max(b.DayEnd+window, now.UnixMilli()+window)}
 		dk := it.marker + "\x00" + ev.ID
 		if seen[dk] {
@@ -254,25 +269,38 @@ func (a *Applier) plan(recs []Record, wms map[string]string, now time.Time, res 
 		n := len(buf)
 		buf = a.planner.Plan(*ev, now, buf)
 		ws := buf[n:len(buf):len(buf)]
-		// keep the selected writes, the user's first, then the global ones
-		// (each in plan order; the global ones wait in scratch)
+		// the planner puts the user's writes first: split them from the
+		// global ones; or (projections selected, or a planner that did not)
+		// keep the selected writes of each kind in order (the global ones
+		// wait in scratch)
 		u := 0
-		scratch = scratch[:0]
-		for i := range ws {
-			w := &ws[i]
-			if a.opts.Only != nil && !a.opts.Only[w.Projection] {
-				continue
-			}
-			if w.Global {
-				scratch = append(scratch, *w)
-			} else {
-				if u != i {
-					ws[u] = *w
-				}
-				u++
-			}
+		for u < len(ws) && !ws[u].Global {
+			u++
 		}
-		k := u + copy(ws[u:], scratch)
+		k := len(ws)
+		split := a.opts.Only == nil
+		for i := u; i < k && split; i++ {
+			split = ws[i].Global
+		}
+		if !split {
+			u = 0
+			scratch = scratch[:0]
+			for i := range ws {
+				w := &ws[i]
+				if !a.opts.Only[w.Projection] {
+					continue
+				}
+				if w.Global {
+					scratch = append(scratch, *w)
+				} else {
+					if u != i {
+						ws[u] = *w
+					}
+					u++
+				}
+			}
+			k = u + copy(ws[u:], scratch)
+		}
 		it.user, it.global = ws[:u:u], ws[u:k:k]
 		if _, ok := groups[ev.UserID]; !ok {
 			order = append(order, ev.UserID)

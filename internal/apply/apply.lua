@@ -2,7 +2,8 @@
 -- KEYS[1]: a key of the slot (for routing).
 -- ARGV[1]: mode. "u": idempotency markers guard the writes; "g": offset watermarks do;
 --   "c": like "u" but only checks the markers (sets none, writes nothing).
--- mode u: ARGV[2]=n, then n x (markerKey, eventId, origin, expireAtMs).
+-- mode u: ARGV[2]=n, then the n markers in runs of one marker hash:
+--   markerKey, expireAtMs, count, then count x (eventId, origin).
 --   If any marker exists, nothing is written and {0, i1, v1, i2, v2, ...} is returned
 --   (i: 1-based marker index, v: stored origin). Otherwise all markers are set.
 -- mode g: ARGV[2]=watermark hash, ARGV[3]=n, then n x (field, firstOffset, lastOffset).
@@ -14,8 +15,10 @@
 --   Then m, and m x (field, value): the hold:<projection> fields of the meta
 --   hash the batch was planned with; if the meta hash holds others, nothing is
 --   written and {-2} is returned (plan again).
--- Then the write program: per write its kind, then the kind's values (see the
---   loop below; numbers are decimal integers, times Unix ms, expireAt 0 = none).
+-- Then the write program (numbers are decimal integers, times Unix ms, expireAt 0 = none):
+--   np, then np ZAddMax profiles: keep, retentionMs, ttl ('' = no expiry), guardKey;
+--   nc, then nc counters: key, delta, expireAt (INCRBY; counter keys take no other write);
+--   then per write its kind and the kind's values (see the loop below).
 -- Returns {1, writesApplied}.
 local mode = ARGV[1]
 local n = tonumber(ARGV[2])
@@ -35,12 +38,18 @@ end
 
 if mode == 'c' then
   local found = {}
-  for j = 0, n - 1 do
-    local b = i + j * 4
-    local v = redis.call('HGET', ARGV[b], ARGV[b + 1])
-    if v then
-      found[#found + 1] = j + 1
-      found[#found + 1] = v
+  local j = 0
+  while j < n do
+    local key, cnt = ARGV[i], tonumber(ARGV[i + 2])
+    i = i + 3
+    for _ = 1, cnt do
+      j = j + 1
+      local v = redis.call('HGET', key, ARGV[i])
+      if v then
+        found[#found + 1] = j
+        found[#found + 1] = v
+      end
+      i = i + 2
     end
   end
   if #found > 0 then
@@ -53,27 +62,34 @@ elseif mode == 'u' then
   -- when any exists, the markers set here are deleted again (nothing written).
   local found = {}
   local set = {}
-  for j = 0, n - 1 do
-    local b = i + j * 4
-    if redis.call('HSETNX', ARGV[b], ARGV[b + 1], ARGV[b + 2]) == 0 then
-      found[#found + 1] = j + 1
-      found[#found + 1] = redis.call('HGET', ARGV[b], ARGV[b + 1])
-    else
-      set[#set + 1] = b
+  local hashes = {}
+  local j = 0
+  while j < n do
+    local key, cnt = ARGV[i], tonumber(ARGV[i + 2])
+    hashes[#hashes + 1] = i
+    i = i + 3
+    for _ = 1, cnt do
+      j = j + 1
+      if redis.call('HSETNX', key, ARGV[i], ARGV[i + 1]) == 0 then
+        found[#found + 1] = j
+        found[#found + 1] = redis.call('HGET', key, ARGV[i])
+      else
+        set[#set + 1] = key
+        set[#set + 1] = ARGV[i]
+      end
+      i = i + 2
     end
   end
   if #found > 0 then
-    for _, b in ipairs(set) do
-      redis.call('HDEL', ARGV[b], ARGV[b + 1])
+    for s = 1, #set, 2 do
+      redis.call('HDEL', set[s], set[s + 1])
     end
     table.insert(found, 1, 0)
     return found
   end
-  for j = 0, n - 1 do
-    local b = i + j * 4
-    bump(ARGV[b], tonumber(ARGV[b + 3]))
+  for _, b in ipairs(hashes) do
+    bump(ARGV[b], tonumber(ARGV[b + 1]))
   end
-  i = i + n * 4
 else
   n = tonumber(ARGV[3])
   local h = 4 + n * 3
@@ -125,23 +141,84 @@ else
   i = h + 1 + 2 * m
 end
 
-local trims = {}
-local guards = {}
 local applied = 0
 
-local function flushTrims()
-  for k, t in pairs(trims) do
-    if t[1] > 0 and t[3] then
-      redis.call('ZREMRANGEBYRANK', k, 0, -(t[1] + 1))
+-- the ZAddMax profiles: {keep, retentionMs, ttl or false, guardKey}
+local prof = {}
+for j = 1, tonumber(ARGV[i]) do
+  local b = i + 1 + (j - 1) * 4
+  local ttl = ARGV[b + 2]
+  prof[j] = {tonumber(ARGV[b]), tonumber(ARGV[b + 1]), ttl ~= '' and tonumber(ttl), ARGV[b + 3]}
+end
+i = i + 1 + #prof * 4
+
+-- the counters: a counter's expiry is a function of its key (bucket end +
+-- ttl): it is set when INCRBY creates the counter, never looked at again
+local nc = tonumber(ARGV[i])
+i = i + 1
+for _ = 1, nc do
+  local key, num = ARGV[i], ARGV[i + 1]
+  if redis.call('INCRBY', key, num) == tonumber(num) then
+    bump(key, tonumber(ARGV[i + 2]))
+  end
+  applied = applied + 1
+  i = i + 3
+end
+
+-- sets holds the sorted sets written by ZAddMax since the last flush: their
+-- profile, the lowest and highest score written, whether a member was added,
+-- the expiry they need (highest score + ttl) and whether all their writes
+-- had the same ttl.
+local sets = {}
+local guards = {}
+
+-- trimToTop removes the members of k older than its top member - ret.
+local function trimToTop(k, ret)
+  local top = redis.call('ZRANGE', k, -1, -1, 'WITHSCORES')
+  if top[2] then
+    redis.call('ZREMRANGEBYSCORE', k, '-inf', '(' .. fmt(tonumber(top[2]) - ret))
+  end
+end
+
+-- flushSets trims the sets written since the last flush and moves their
+-- expiry. A windowed set expires at newest + ttl, so its expiry tells its
+-- newest ts: when PEXPIREAT GT moves it, the highest score written here is the
+-- newest; otherwise PEXPIRETIME - ttl is, and only members written here can
+-- lie below newest - retention (every flush leaves none behind).
+local function flushSets()
+  for k, t in pairs(sets) do
+    local keep, ret = t.p[1], t.p[2]
+    if keep > 0 and t.added then
+      redis.call('ZREMRANGEBYRANK', k, 0, -(keep + 1))
     end
-    if t[2] > 0 then
-      local top = redis.call('ZRANGE', k, -1, -1, 'WITHSCORES')
-      if top[2] then
-        redis.call('ZREMRANGEBYSCORE', k, '-inf', '(' .. fmt(tonumber(top[2]) - t[2]))
+    if t.at then
+      local a = fmt(t.at)
+      if redis.call('PEXPIREAT', k, a, 'GT') == 1 then
+        if ret > 0 then
+          if t.ttl then
+            redis.call('ZREMRANGEBYSCORE', k, '-inf', '(' .. fmt(t.hi - ret))
+          else
+            trimToTop(k, ret)
+          end
+        end
+      else
+        local cur = redis.call('PEXPIRETIME', k)
+        if cur == -1 then -- a new key (or one without expiry)
+          redis.call('PEXPIREAT', k, a)
+          if ret > 0 then trimToTop(k, ret) end
+        elseif ret > 0 then
+          if not t.ttl then
+            trimToTop(k, ret)
+          elseif t.lo < cur - t.ttl - ret then
+            redis.call('ZREMRANGEBYSCORE', k, '-inf', '(' .. fmt(cur - t.ttl - ret))
+          end
+        end
       end
+    elseif ret > 0 then
+      trimToTop(k, ret)
     end
   end
-  trims = {}
+  sets = {}
 end
 
 local function guardOf(g)
@@ -164,49 +241,40 @@ end
 while i <= #ARGV do
   local kind = ARGV[i]
   local key = ARGV[i + 1]
-  if kind == '1' then -- IncrBy: key, delta, expireAt
-    -- a counter's expiry is a function of its key (bucket end + ttl): it is
-    -- set when the counter is created, never looked at again
-    local num = ARGV[i + 2]
-    if redis.call('INCRBY', key, num) == tonumber(num) then
-      bump(key, tonumber(ARGV[i + 3]))
+  if kind == '3' then -- ZAddMax: key, member, score, profile
+    local p = prof[tonumber(ARGV[i + 4])]
+    local num = ARGV[i + 3]
+    local s = tonumber(num)
+    local guard = p[4]
+    if guard == '' or s > guardOf(guard) then
+      local added = redis.call('ZADD', key, 'GT', num, ARGV[i + 2]) > 0
+      local ttl = p[3]
+      local t = sets[key]
+      if t then
+        t.p = p
+        if s > t.hi then t.hi = s end
+        if s < t.lo then t.lo = s end
+        if added then t.added = true end
+        if ttl and (not t.at or s + ttl > t.at) then t.at = s + ttl end
+        if ttl ~= t.ttl then t.ttl = false end
+      else
+        sets[key] = {p = p, hi = s, lo = s, added = added, at = ttl and s + ttl, ttl = ttl}
+      end
+      applied = applied + 1
     end
-    applied = applied + 1
-    i = i + 4
+    i = i + 5
   elseif kind == '2' then -- ZIncrBy: key, member, delta, expireAt
     redis.call('ZINCRBY', key, ARGV[i + 3], ARGV[i + 2])
     bump(key, tonumber(ARGV[i + 4]))
     applied = applied + 1
     i = i + 5
-  elseif kind == '3' then -- ZAddMax: key, member, score, expireAt, keep, retentionMs, guardKey
-    local num = ARGV[i + 3]
-    local guard = ARGV[i + 7]
-    if guard == '' or tonumber(num) > guardOf(guard) then
-      local added = redis.call('ZADD', key, 'GT', num, ARGV[i + 2])
-      local keep = tonumber(ARGV[i + 5])
-      local ret = tonumber(ARGV[i + 6])
-      if keep > 0 or ret > 0 then
-        -- the size trim is needed only when a member was added: every add
-        -- trims, so a set that did not grow is within its size already
-        local t = trims[key]
-        if t then
-          t[1], t[2] = keep, ret
-          if added > 0 then t[3] = true end
-        else
-          trims[key] = {keep, ret, added > 0}
-        end
-      end
-      bump(key, tonumber(ARGV[i + 4]), true)
-      applied = applied + 1
-    end
-    i = i + 8
   elseif kind == '4' then -- SetValue: key, value, expireAt
     redis.call('SET', key, ARGV[i + 2])
     bump(key, tonumber(ARGV[i + 3]))
     applied = applied + 1
     i = i + 4
   elseif kind == '5' then -- SetMax: key, score, expireAt
-    flushTrims()
+    flushSets()
     local num = ARGV[i + 2]
     local s = tonumber(num)
     local cur = redis.call('GET', key)
@@ -218,14 +286,14 @@ while i <= #ARGV do
     bump(key, tonumber(ARGV[i + 3]))
     i = i + 4
   elseif kind == '6' then -- ZRemUpTo: key, score, registryKey
-    flushTrims()
+    flushSets()
     local num = ARGV[i + 2]
     for _, k in ipairs(targets(key, ARGV[i + 3])) do
       applied = applied + redis.call('ZREMRANGEBYSCORE', k, '-inf', num)
     end
     i = i + 4
   elseif kind == '7' then -- ZRemMemberUpTo: key, member, score
-    flushTrims()
+    flushSets()
     local member = ARGV[i + 2]
     local s = redis.call('ZSCORE', key, member)
     if s and tonumber(s) <= tonumber(ARGV[i + 3]) then
@@ -233,7 +301,7 @@ while i <= #ARGV do
     end
     i = i + 4
   elseif kind == '8' then -- ZRemPrefixUpTo: key, member, score, registryKey (history day entries of one product)
-    flushTrims()
+    flushSets()
     local member = ARGV[i + 2]
     local limit = tonumber(ARGV[i + 3])
     for _, k in ipairs(targets(key, ARGV[i + 4])) do
@@ -255,7 +323,7 @@ while i <= #ARGV do
     return redis.error_reply('projector: unknown write kind ' .. tostring(kind))
   end
 end
-flushTrims()
+flushSets()
 
 -- Expiry only moves later. A sliding key usually gets a later expiry: try
 -- PEXPIREAT GT first (one call); it does nothing on a key without expiry (a

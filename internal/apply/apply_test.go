@@ -15,7 +15,13 @@ import (
 	"projector/pkg/projections"
 )
 
-var testNow = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+// testNow is noon (UTC) of the day the tests run: Redis expires keys by its
+// own clock, so event times must be recent for keys with short TTLs.
+var (
+	testNow   = time.Now().UTC().Truncate(24 * time.Hour).Add(12 * time.Hour)
+	testDay   = testNow.Format("2006-01-02")
+	testMonth = testNow.Format("2006-01")
+)
 
 func newTestApplier(t *testing.T, rdb redis.UniversalClient, cfg projections.Config) *Applier {
 	t.Helper()
@@ -78,7 +84,7 @@ func TestApplyOnceUnderRedeliveryAndDuplicates(t *testing.T) {
 			t.Errorf("outcome %d = %v, want %v", i, o, want[i])
 		}
 	}
-	if got := mustGet(t, rdb, "st:{g}:views:2026-12-02"); got != "3" {
+	if got := mustGet(t, rdb, "st:{g}:views:"+testDay); got != "3" {
 		t.Errorf("global views = %s, want 3", got)
 	}
 	// Redelivery of the same batch: skipped by the watermark, nothing changes.
@@ -100,10 +106,10 @@ func TestApplyOnceUnderRedeliveryAndDuplicates(t *testing.T) {
 	if res.Outcomes[0] != Duplicate || res.Outcomes[1] != Applied {
 		t.Errorf("outcomes = %v, want [Duplicate Applied]", res.Outcomes)
 	}
-	if got := mustGet(t, rdb, "st:{g}:views:2026-12-02"); got != "4" {
+	if got := mustGet(t, rdb, "st:{g}:views:"+testDay); got != "4" {
 		t.Errorf("global views = %s, want 4", got)
 	}
-	if got := mustGet(t, rdb, "st:{u:u1}:views:2026-12"); got != "3" {
+	if got := mustGet(t, rdb, "st:{u:u1}:views:"+testMonth); got != "3" {
 		t.Errorf("u1 month views = %s, want 3", got)
 	}
 	lv, _ := rdb.ZRevRange(ctx, "lv:{u:u1}", 0, -1).Result()
@@ -147,7 +153,7 @@ func TestApplyAfterCrashBetweenUserAndGlobal(t *testing.T) {
 	if got := mustGet(t, rdb, "st:{u:u1}:views:2026"); got != "2" {
 		t.Errorf("u1 views = %s, want 2", got)
 	}
-	if s, _ := rdb.ZScore(ctx, "pv:{g}:2026-12-02", "p1").Result(); s != 2 {
+	if s, _ := rdb.ZScore(ctx, "pv:{g}:"+testDay, "p1").Result(); s != 2 {
 		t.Errorf("pv p1 = %v, want 2", s)
 	}
 }
@@ -200,7 +206,7 @@ func TestApplyOnMiniredis(t *testing.T) {
 	if got := mr.HGet("px:wm:{g}", "shop.views:0"); got != "3" {
 		t.Errorf("watermark = %q", got)
 	}
-	if got, _ := mr.Get("st:{g}:revenue_cents:2026-12-02"); got != "300" {
+	if got, _ := mr.Get("st:{g}:revenue_cents:"+testDay); got != "300" {
 		t.Errorf("revenue = %q, want 300", got)
 	}
 	lv, _ := mr.ZMembers("lv:{u:u1}")
@@ -242,7 +248,7 @@ func TestHistoryItemRemovedMatchesWholeProduct(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := rdb.ZRange(ctx, "hist:{u:u1}", 0, -1).Result()
-	if fmt.Sprint(got) != "[p7@b@2026-12-02]" {
+	if fmt.Sprint(got) != "[p7@b@"+testDay+"]" {
 		t.Errorf("history = %v, want only p7@b's entry", got)
 	}
 }

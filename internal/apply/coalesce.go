@@ -106,19 +106,19 @@ func (c *coalescer) add(w *projections.Write) {
 
 // coalesceSmall is Coalesce by pairwise comparison, for small groups.
 func coalesceSmall(ws []projections.Write) []projections.Write {
-	return coalesceSmallInto(ws, make([]projections.Write, 0, len(ws)))
+	return appendCoalesced(make([]projections.Write, 0, len(ws)), ws)
 }
 
-// coalesceSmallInto is coalesceSmall writing into out[:0].
-func coalesceSmallInto(ws, out []projections.Write) []projections.Write {
-	out = out[:0]
-	fence := 0 // ZAddMax writes merge only with writes from here on (after the last barrier)
+// appendCoalesced is coalesceSmall appending to out.
+func appendCoalesced(out, ws []projections.Write) []projections.Write {
+	base := len(out)
+	fence := base // ZAddMax writes merge only with writes from here on (after the last barrier)
 	for i := range ws {
 		w := &ws[i]
 		j := -1
 		switch w.Kind {
 		case projections.IncrBy, projections.ZIncrBy:
-			for k := range out {
+			for k := base; k < len(out); k++ {
 				if o := &out[k]; o.Kind == w.Kind && o.Key == w.Key && (w.Kind == projections.IncrBy || o.Member == w.Member) {
 					j = k
 					break
@@ -135,7 +135,7 @@ func coalesceSmallInto(ws, out []projections.Write) []projections.Write {
 			}
 		case projections.SetValue, projections.SAdd:
 			dup := false
-			for k := range out {
+			for k := base; k < len(out); k++ {
 				o := &out[k]
 				if (o.Kind == projections.SetValue || o.Kind == projections.SAdd) && o.Key == w.Key && o.Member == w.Member && o.Value == w.Value {
 					dup = true
@@ -159,32 +159,36 @@ func coalesceSmallInto(ws, out []projections.Write) []projections.Write {
 	return out
 }
 
-// groupCoalescer coalesces the user writes of one group after another,
-// reusing its buffers: a group's writes are encoded into script arguments
-// before the next group is coalesced.
+// groupCoalescer coalesces the user writes of one group after another into
+// one growing slice: the writes of every group of a pipeline stay where they
+// are until reset (the script arguments point into them).
 type groupCoalescer struct {
-	flat, out []projections.Write
-	big       *coalescer
+	flat, slab []projections.Write
+	big        *coalescer
 }
 
+// reset forgets the writes of the groups so far (their pipeline was sent).
+func (gc *groupCoalescer) reset() { gc.slab = gc.slab[:0] }
+
 // of returns Coalesce of the user writes of g's records in order; the result
-// is valid until the next call.
+// stays valid until reset. One record's writes need no coalescing (they never
+// repeat a key and member) and are returned as they are.
 func (gc *groupCoalescer) of(g []*item) []projections.Write {
+	if len(g) == 1 {
+		return g[0].user
+	}
 	n := 0
 	for _, it := range g {
 		n += len(it.user)
 	}
+	start := len(gc.slab)
 	if n <= smallGroup {
-		ws := g[0].user
-		if len(g) > 1 {
-			gc.flat = gc.flat[:0]
-			for _, it := range g {
-				gc.flat = append(gc.flat, it.user...)
-			}
-			ws = gc.flat
+		gc.flat = gc.flat[:0]
+		for _, it := range g {
+			gc.flat = append(gc.flat, it.user...)
 		}
-		gc.out = coalesceSmallInto(ws, gc.out)
-		return gc.out
+		gc.slab = appendCoalesced(gc.slab, gc.flat)
+		return gc.slab[start:]
 	}
 	if gc.big == nil {
 		gc.big = newCoalescer(n)
@@ -195,5 +199,6 @@ func (gc *groupCoalescer) of(g []*item) []projections.Write {
 			gc.big.add(&it.user[i])
 		}
 	}
-	return gc.big.out
+	gc.slab = append(gc.slab, gc.big.out...)
+	return gc.slab[start:]
 }

@@ -14,48 +14,107 @@ var applyLua string
 // newScript returns the apply script (guard + write program for one slot).
 func newScript() *redis.Script { return redis.NewScript(applyLua) }
 
-// appendWrites encodes writes as the script's write program: per write its
-// kind and the values that kind needs (apply.lua reads them back).
+// profile is what the ZAddMax writes of a program share: the trim, the
+// expiry's distance from the score (ttl; hasTTL false: no expiry) and the guard key.
+type profile struct {
+	keep   int
+	ret    int64
+	ttl    int64
+	hasTTL bool
+	guard  string
+}
+
+func profileOf(w *projections.Write) profile {
+	return profile{keep: w.Trim.Keep, ret: w.Trim.RetentionMs, ttl: w.ExpireAt - w.Score, hasTTL: w.ExpireAt != 0, guard: w.Guard}
+}
+
+// profiles is the small list of a program's profiles (three at most in practice).
+type profiles []profile
+
+// index returns p's 1-based position, adding it when new.
+func (ps *profiles) index(p profile) int {
+	for i := range *ps {
+		if (*ps)[i] == p {
+			return i + 1
+		}
+	}
+	*ps = append(*ps, p)
+	return len(*ps)
+}
+
+// appendWrites encodes writes as the script's write program (apply.lua reads
+// it back): the ZAddMax profiles, then the counters (IncrBy writes: their keys
+// are written by no other kind, so they may go first), then the other writes
+// in order, each as its kind and the values that kind needs. Strings and
+// numbers are passed as pointers into ws (go-redis writes *string and *int64
+// without boxing them): ws must not change until the command has been sent.
 func appendWrites(args []any, ws []projections.Write) []any {
+	var fixed [4]profile
+	ps := profiles(fixed[:0])
+	nc := 0
+	for i := range ws {
+		switch ws[i].Kind {
+		case projections.ZAddMax:
+			ps.index(profileOf(&ws[i]))
+		case projections.IncrBy:
+			nc++
+		}
+	}
+	args = append(args, len(ps))
+	for _, p := range ps {
+		var ttl any = ""
+		if p.hasTTL {
+			ttl = p.ttl
+		}
+		args = append(args, p.keep, p.ret, ttl, p.guard)
+	}
+	args = append(args, nc)
+	for i := range ws {
+		if w := &ws[i]; w.Kind == projections.IncrBy {
+			args = append(args, &w.Key, &w.Delta, &w.ExpireAt)
+		}
+	}
 	for i := range ws {
 		w := &ws[i]
-		args = append(args, kindArg[w.Kind], w.Key)
+		if w.Kind == projections.IncrBy {
+			continue
+		}
+		args = append(args, kindArg[w.Kind], &w.Key)
 		switch w.Kind {
-		case projections.IncrBy:
-			args = append(args, w.Delta, w.ExpireAt)
 		case projections.ZIncrBy:
-			args = append(args, w.Member, w.Delta, w.ExpireAt)
+			args = append(args, &w.Member, &w.Delta, &w.ExpireAt)
 		case projections.ZAddMax:
-			args = append(args, w.Member, w.Score, w.ExpireAt, w.Trim.Keep, w.Trim.RetentionMs, w.Guard)
+			args = append(args, &w.Member, &w.Score, ps.index(profileOf(w)))
 		case projections.SetValue:
-			args = append(args, w.Value, w.ExpireAt)
+			args = append(args, &w.Value, &w.ExpireAt)
 		case projections.SetMax:
-			args = append(args, w.Score, w.ExpireAt)
+			args = append(args, &w.Score, &w.ExpireAt)
 		case projections.ZRemUpTo:
-			args = append(args, w.Score, w.Registry)
+			args = append(args, &w.Score, &w.Registry)
 		case projections.ZRemMemberUpTo:
-			args = append(args, w.Member, w.Score)
+			args = append(args, &w.Member, &w.Score)
 		case projections.ZRemPrefixUpTo:
-			args = append(args, w.Member, w.Score, w.Registry)
+			args = append(args, &w.Member, &w.Score, &w.Registry)
 		case projections.SAdd:
-			args = append(args, w.Member, w.ExpireAt)
+			args = append(args, &w.Member, &w.ExpireAt)
 		}
 	}
 	return args
 }
 
-// argCount is the number of script arguments appendWrites makes of ws.
+// argCount bounds the number of script arguments appendWrites makes of ws
+// (counting four profiles; more only grow args).
 func argCount(ws []projections.Write) int {
-	n := 0
+	n := 2 + 4*4
 	for i := range ws {
-		n += 2 + kindValues[ws[i].Kind]
+		n += kindArgs[ws[i].Kind]
 	}
 	return n
 }
 
-// kindValues is the number of values each write kind has after its key.
-var kindValues = [...]int{projections.IncrBy: 2, projections.ZIncrBy: 3, projections.ZAddMax: 6, projections.SetValue: 2,
-	projections.SetMax: 2, projections.ZRemUpTo: 2, projections.ZRemMemberUpTo: 2, projections.ZRemPrefixUpTo: 3, projections.SAdd: 2}
+// kindArgs is the number of arguments appendWrites makes of each write kind.
+var kindArgs = [...]int{projections.IncrBy: 3, projections.ZIncrBy: 5, projections.ZAddMax: 5, projections.SetValue: 4,
+	projections.SetMax: 4, projections.ZRemUpTo: 4, projections.ZRemMemberUpTo: 4, projections.ZRemPrefixUpTo: 5, projections.SAdd: 4}
 
 // kindArg is the script's name of each write kind.
 var kindArg = [...]any{projections.IncrBy: "1", projections.ZIncrBy: "2", projections.ZAddMax: "3", projections.SetValue: "4",

@@ -54,3 +54,58 @@ func TestSizeTrimAndSlidingExpiry(t *testing.T) {
 		t.Fatalf("an out-of-order view moved the expiry to %d, want it kept at %d", got, want)
 	}
 }
+
+// TestRetentionFollowsNewest (real Redis): a windowed set (lv, ttl = retention
+// = 1h here) drops members older than its newest ts - 1h, newest being the
+// highest ts ever applied (SPEC 4), also after the top member was removed, in
+// every path of the script: a new key, a newer view (expiry moved), an older
+// view (expiry kept).
+func TestRetentionFollowsNewest(t *testing.T) {
+	srv := testredis.StartStandalone(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	cfg := projections.Defaults()
+	cfg.LastViewed.TTL = time.Hour
+	a := newTestApplier(t, rdb, cfg)
+	a.opts.Now = time.Now // a 1-hour expiry must lie ahead of Redis's clock
+	key := projections.Keys{}.LastViewed("u1")
+	base := time.Now().Add(-30 * time.Minute)
+	off := int64(0)
+	apply := func(evs ...events.Event) {
+		t.Helper()
+		recs, rng := batch(off, evs...)
+		off += int64(len(evs))
+		if _, err := a.Apply(ctx, recs, rng); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(step string, want ...string) {
+		t.Helper()
+		got, err := rdb.ZRange(ctx, key, 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: %s = %v, want %v", step, key, got, want)
+		}
+	}
+	// a new key: p0 is older than newest (p2) - 1h
+	apply(view("e0", "u1", "p0", base.Add(-11*time.Minute)), view("e1", "u1", "p1", base), view("e2", "u1", "p2", base.Add(50*time.Minute)))
+	check("new key", "p1", "p2")
+	// an older view, out of order, beyond the retention: removed at once
+	apply(view("e3", "u1", "p3", base.Add(-20*time.Minute)))
+	check("older view", "p1", "p2")
+	// the top member removed: newest stays base+50m, so p4 (base-15m) is too old
+	rm := events.Event{ID: "r1", Type: events.HistoryItemRemoved, TS: base.Add(51 * time.Minute).UnixMilli(), UserID: "u1", ProductID: "p2"}
+	apply(rm)
+	check("top removed", "p1")
+	apply(view("e4", "u1", "p4", base.Add(-15*time.Minute)), view("e5", "u1", "p5", base.Add(-5*time.Minute)))
+	check("older view after removal", "p5", "p1")
+	// a newer view moves the expiry and the window: p5 and p1 fall out
+	apply(view("e6", "u1", "p6", base.Add(70*time.Minute)))
+	check("newer view", "p6")
+	want := base.Add(70*time.Minute).UnixMilli() + time.Hour.Milliseconds()
+	if got := rdb.PExpireTime(ctx, key).Val().Milliseconds(); got != want {
+		t.Fatalf("expiry %d, want newest + ttl %d", got, want)
+	}
+}

@@ -3,7 +3,6 @@ package apply
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -64,26 +63,25 @@ func (a *Applier) applyUserChunk(ctx context.Context, groups map[string][]*item,
 	pending := order
 	var gc groupCoalescer
 	sha := a.script.Hash()
+	mode := "u"
+	if a.opts.CheckOnly {
+		mode = "c"
+	}
 	for len(pending) > 0 {
 		pipe := a.rdb.Pipeline()
 		cmds := make([]*redis.Cmd, len(pending))
+		gc.reset() // the writes of this pipeline stay put until it is sent
 		for i, u := range pending {
 			g := groups[u]
-			mode := "u"
-			if a.opts.CheckOnly {
-				mode = "c"
-			}
 			var ws []projections.Write
 			if !a.opts.CheckOnly {
 				ws = gc.of(g)
 			}
 			// EVALSHA sha 1 key mode n markers... writes..., built here in one
 			// slice that go-redis sends as it is
-			args := make([]any, 0, 6+4*len(g)+argCount(ws))
-			args = append(args, "evalsha", sha, "1", g[0].marker, mode, strconv.Itoa(len(g)))
-			for _, it := range g {
-				args = append(args, it.marker, it.rec.Event.ID, it.origin, strconv.FormatInt(it.markerExp, 10))
-			}
+			args := make([]any, 0, 6+3+2*len(g)+argCount(ws))
+			args = append(args, "evalsha", sha, "1", &g[0].marker, mode, len(g))
+			args = appendMarkers(args, g)
 			args = appendWrites(args, ws)
 			cmds[i] = redis.NewCmd(ctx, args...)
 			_ = pipe.Process(ctx, cmds[i])
@@ -115,6 +113,24 @@ func (a *Applier) applyUserChunk(ctx context.Context, groups map[string][]*item,
 		pending = next
 	}
 	return nil
+}
+
+// appendMarkers encodes the markers of g's records in runs of one marker
+// hash: key, expiry, count, then (event id, origin) per record (pointers: g
+// must not change until the command has been sent).
+func appendMarkers(args []any, g []*item) []any {
+	for j := 0; j < len(g); {
+		k := j + 1
+		for k < len(g) && g[k].marker == g[j].marker && g[k].markerExp == g[j].markerExp {
+			k++
+		}
+		args = append(args, &g[j].marker, &g[j].markerExp, k-j)
+		for _, it := range g[j:k] {
+			args = append(args, &it.rec.Event.ID, &it.origin)
+		}
+		j = k
+	}
+	return args
 }
 
 // settleUser reads a user script's reply. It returns the events still to apply.

@@ -26,7 +26,7 @@ func (e *env) runReplay(ctx context.Context) (float64, error) {
 	}
 	e.logf("replay: FLUSHALL, running the replayer")
 	logPath := filepath.Join(e.cfg.Dir, "replayer.log")
-	p, err := Start(e.replayer, nil, Env(e.kafka.Addr(), e.redis, "127.0.0.1:0", e.cfg.ConsumerEnv...), logPath)
+	p, err := Start(e.replayer, e.cfg.ReplayArgs, Env(e.kafka.Addr(), e.redis, "127.0.0.1:0", e.cfg.ConsumerEnv...), logPath)
 	if err != nil {
 		return 0, err
 	}
@@ -42,7 +42,7 @@ func (e *env) runReplay(ctx context.Context) (float64, error) {
 	rate, _ := strconv.ParseFloat(string(m[2]), 64)
 	cpu, _ := p.CPUSeconds()
 	n, _ := strconv.ParseFloat(string(m[1]), 64)
-	e.logf("replay: %s records at %.0f ev/s, replayer CPU %.2f us/ev", m[1], rate, 1e6*cpu/max(n, 1))
+	e.logf("replay: %s records at %.0f ev/s, replayer CPU %.2f us/ev, peak RSS %d MiB", m[1], rate, 1e6*cpu/max(n, 1), p.PeakRSS()>>20)
 	return rate, nil
 }
 

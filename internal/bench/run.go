@@ -32,6 +32,8 @@ type Config struct {
 	Latency LatencyConfig
 	// SkipReplay leaves out the replay phase.
 	SkipReplay bool
+	// ReplayArgs are extra command-line arguments of the replayer (e.g. --batch).
+	ReplayArgs []string
 	// ProfileSeconds > 0 takes a CPU profile of the consumer for that long
 	// during the throughput phase, saved as Dir/consumer.pprof.
 	ProfileSeconds int

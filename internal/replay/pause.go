@@ -109,7 +109,7 @@ func pauseRebuild(ctx context.Context, cfg config.Config, opts Options, rdb redi
 		if err != nil {
 			return err
 		}
-		if err := readAndApply(ctx, cfg, step.plan, opts.BatchSize, a, sum, prog); err != nil {
+		if err := readAndApply(ctx, cfg, step.plan, batchOr(opts.BatchSize, RebuildBatch), a, sum, prog); err != nil {
 			return err
 		}
 	}

@@ -129,7 +129,7 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 		return sum, err
 	}
 	prog := newProgress(opts.Progress, opts.Terminal, plan.total())
-	if err := readAndApply(ctx, cfg, plan, opts.BatchSize, applier, &sum, prog); err != nil {
+	if err := readAndApply(ctx, cfg, plan, batchOr(opts.BatchSize, RebuildBatch), applier, &sum, prog); err != nil {
 		return sum, err
 	}
 	args := []any{len(upTo)}

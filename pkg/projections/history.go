@@ -35,7 +35,7 @@ func (p history) Plan(in *Input, out []Write) []Write {
 		}
 		out = append(out, Write{Kind: ZAddMax, Key: key, Member: ev.ProductID + "@" + in.Buckets.Day,
 			Score: ev.TS, ExpireAt: ev.TS + ret, Trim: Trim{Keep: p.cfg.Size, RetentionMs: ret},
-			Guard: p.keys.HistoryCleared(ev.UserID)})
+			Guard: in.histClr(p.keys)})
 	case events.HistoryCleared:
 		if exp := ev.TS + ms(p.clearTTL); in.alive(exp) {
 			out = append(out, Write{Kind: SetMax, Key: p.keys.HistoryCleared(ev.UserID), Score: ev.TS, ExpireAt: exp})

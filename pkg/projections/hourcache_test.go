@@ -29,7 +29,8 @@ func TestCachedBucketsEqualBucketsOf(t *testing.T) {
 			} else {
 				ts += rng.Int64N(3 * minuteMs)
 			}
-			if got, want := p.buckets(ts), BucketsOf(ts, loc); got != want {
+			if got, _, _ := p.buckets(ts); got != BucketsOf(ts, loc) {
+				want := BucketsOf(ts, loc)
 				t.Fatalf("%s: buckets(%d) = %+v, want %+v", name, ts, got, want)
 			}
 		}

@@ -17,53 +17,53 @@ func (k Keys) Global(kind string) string {
 }
 
 // LastViewed is `lv:{u:<user>}`.
-func (k Keys) LastViewed(user string) string { return k.User("lv", user) }
+func (k Keys) LastViewed(user string) string { return k.Prefix + "lv:{u:" + user + "}" }
 
 // History is `hist:{u:<user>}`, or `hist:{u:<user>}:<device>:<store>` when scoped.
 func (k Keys) History(user, device, store string, scoped bool) string {
 	if scoped {
-		return k.User("hist", user) + ":" + device + ":" + store
+		return k.Prefix + "hist:{u:" + user + "}:" + device + ":" + store
 	}
-	return k.User("hist", user)
+	return k.Prefix + "hist:{u:" + user + "}"
 }
 
 // HistoryCleared is `histclr:{u:<user>}`.
-func (k Keys) HistoryCleared(user string) string { return k.User("histclr", user) }
+func (k Keys) HistoryCleared(user string) string { return k.Prefix + "histclr:{u:" + user + "}" }
 
 // HistoryRegistry is `px:hk:{u:<user>}`, the set of a user's scoped history keys.
 func (k Keys) HistoryRegistry(user string) string { return k.User("px:hk", user) }
 
 // UserStat is `st:{u:<user>}:<stat>:<bucket>`.
 func (k Keys) UserStat(user, stat, bucket string) string {
-	return k.User("st", user) + ":" + stat + ":" + bucket
+	return k.Prefix + "st:{u:" + user + "}:" + stat + ":" + bucket
 }
 
 // GlobalStat is `st:{g}:<stat>:<bucket>`.
 func (k Keys) GlobalStat(stat, bucket string) string {
-	return k.Global("st") + ":" + stat + ":" + bucket
+	return k.Prefix + "st:{g}:" + stat + ":" + bucket
 }
 
 // Bestsellers is `best:{g}:<day>`.
-func (k Keys) Bestsellers(day string) string { return k.Global("best") + ":" + day }
+func (k Keys) Bestsellers(day string) string { return k.Prefix + "best:{g}:" + day }
 
 // ProductViews is `pv:{g}:<day>`.
-func (k Keys) ProductViews(day string) string { return k.Global("pv") + ":" + day }
+func (k Keys) ProductViews(day string) string { return k.Prefix + "pv:{g}:" + day }
 
 // RecentOrders is `recent:{g}`.
 func (k Keys) RecentOrders() string { return k.Global("recent") }
 
 // Order is `order:{u:<user>}:<id>`.
-func (k Keys) Order(user, id string) string { return k.User("order", user) + ":" + id }
+func (k Keys) Order(user, id string) string { return k.Prefix + "order:{u:" + user + "}:" + id }
 
 // Orders is `orders:{u:<user>}`.
 func (k Keys) Orders(user string) string { return k.User("orders", user) }
 
 // Trending is `trend:{g}:<minute>`.
-func (k Keys) Trending(minute string) string { return k.Global("trend") + ":" + minute }
+func (k Keys) Trending(minute string) string { return k.Prefix + "trend:{g}:" + minute }
 
 // Seen is `px:seen:{u:<user>}:<day>`, the hash of idempotency markers of a
 // user's events of one day.
-func (k Keys) Seen(user, day string) string { return k.User("px:seen", user) + ":" + day }
+func (k Keys) Seen(user, day string) string { return k.Prefix + "px:seen:{u:" + user + "}:" + day }
 
 // Watermarks is `px:wm:{g}`, the hash of per-partition offsets whose global
 // effects are applied.

@@ -23,7 +23,7 @@ func (p lastViewed) Plan(in *Input, out []Write) []Write {
 		w := Write{Kind: ZAddMax, Key: key, Member: ev.ProductID, Score: ev.TS, ExpireAt: ev.TS + ttl,
 			Trim: Trim{Keep: p.cfg.Size, RetentionMs: ttl}}
 		if p.guarded {
-			w.Guard = p.keys.HistoryCleared(ev.UserID)
+			w.Guard = in.histClr(p.keys)
 		}
 		out = append(out, w)
 	case events.HistoryCleared:

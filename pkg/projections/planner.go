@@ -18,6 +18,17 @@ type Input struct {
 	Event   events.Event
 	Buckets Buckets
 	NowMs   int64
+	global  *globalKeys // the hour's global keys (nil: build them)
+	minute  int         // the minute's index in the hour of global
+	histclr string      // the user's histclr key, once built
+}
+
+// histClr returns the event user's histclr key.
+func (in *Input) histClr(k Keys) string {
+	if in.histclr == "" {
+		in.histclr = k.HistoryCleared(in.Event.UserID)
+	}
+	return in.histclr
 }
 
 // alive reports whether a key expiring at expireAt (0: never) is still alive.
@@ -37,8 +48,11 @@ type Projection interface {
 // safe for concurrent use.
 type Planner struct {
 	loc         *time.Location
-	projections []Projection
-	hours       hourCache // the buckets of recently planned hours
+	keys        Keys
+	projections []Projection // in SPEC order
+	order       []Projection // in plan order: per-user writes first
+	names       []string     // Name() of order
+	hours       hourCache    // the buckets and global keys of recently planned hours
 }
 
 // NewPlanner builds the registry of enabled projections.
@@ -72,7 +86,28 @@ func NewPlanner(cfg Config, loc *time.Location, prefix string) (*Planner, error)
 	if cfg.Trending.Enabled {
 		ps = append(ps, trending{cfg: cfg.Trending, keys: k})
 	}
-	return &Planner{loc: loc, projections: ps}, nil
+	p := &Planner{loc: loc, keys: k, projections: ps}
+	// Plan order: the projections writing only user keys, then stats (its user
+	// writes before its global ones), then the global ones, so that an event's
+	// user writes come before its global writes (the applier splits them without
+	// copying). Projections never write each other's keys, so their order is free.
+	for _, userOnly := range []bool{true, false} {
+		for _, pr := range ps {
+			switch pr.(type) {
+			case lastViewed, history, orders:
+				if !userOnly {
+					continue
+				}
+			default:
+				if userOnly {
+					continue
+				}
+			}
+			p.order = append(p.order, pr)
+			p.names = append(p.names, pr.Name())
+		}
+	}
+	return p, nil
 }
 
 // Enabled returns the names of the enabled projections.
@@ -84,15 +119,17 @@ func (p *Planner) Enabled() []string {
 	return names
 }
 
-// Plan appends every write ev implies to out. now is the processing time:
-// writes whose key would already have expired are left out.
+// Plan appends every write ev implies to out, the per-user writes (Global
+// false) before the global ones. now is the processing time: writes whose key
+// would already have expired are left out.
 func (p *Planner) Plan(ev events.Event, now time.Time, out []Write) []Write {
-	in := Input{Event: ev, Buckets: p.buckets(ev.TS), NowMs: now.UnixMilli()}
-	for _, pr := range p.projections {
+	in := Input{Event: ev, NowMs: now.UnixMilli()}
+	in.Buckets, in.global, in.minute = p.buckets(ev.TS)
+	for j, pr := range p.order {
 		n := len(out)
 		out = pr.Plan(&in, out)
 		for i := n; i < len(out); i++ {
-			out[i].Projection = pr.Name()
+			out[i].Projection = p.names[j]
 		}
 	}
 	return out

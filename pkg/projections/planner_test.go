@@ -35,10 +35,10 @@ func TestViewWritesEveryViewProjection(t *testing.T) {
 	want := strings.Join([]string{
 		"ZADDMAX shop:lv:{u:42}",
 		"ZADDMAX shop:hist:{u:42}",
-		"INCRBY shop:st:{u:42}:views:2026", "INCRBY shop:st:{g}:views:2026",
-		"INCRBY shop:st:{u:42}:views:2026-12", "INCRBY shop:st:{g}:views:2026-12",
-		"INCRBY shop:st:{u:42}:views:2026-12-02", "INCRBY shop:st:{g}:views:2026-12-02",
-		"INCRBY shop:st:{u:42}:views:2026-12-02T11", "INCRBY shop:st:{g}:views:2026-12-02T11",
+		"INCRBY shop:st:{u:42}:views:2026", "INCRBY shop:st:{u:42}:views:2026-12",
+		"INCRBY shop:st:{u:42}:views:2026-12-02", "INCRBY shop:st:{u:42}:views:2026-12-02T11",
+		"INCRBY shop:st:{g}:views:2026", "INCRBY shop:st:{g}:views:2026-12",
+		"INCRBY shop:st:{g}:views:2026-12-02", "INCRBY shop:st:{g}:views:2026-12-02T11",
 		"ZINCRBY shop:pv:{g}:2026-12-02",
 		"ZINCRBY shop:trend:{g}:2026-12-02T11:15",
 	}, "\n")
@@ -129,5 +129,88 @@ func TestDisabledProjectionsWriteNothing(t *testing.T) {
 	got := keys(plan(t, cfg, time.UTC, "", ev))
 	if got != "INCRBY st:{u:42}:clicks:2026-12-02\nINCRBY st:{g}:clicks:2026-12-02" {
 		t.Errorf("writes:\n%s", got)
+	}
+}
+
+// Every event's user writes come before its global ones, and a planner that
+// has cached an hour's global keys plans exactly what a new planner (which
+// builds every key) plans, for every event type, prefix and time zone.
+func TestPlanOrderAndCachedKeys(t *testing.T) {
+	kolkata, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := []events.Item{{ProductID: "p1", Quantity: 2, PriceCents: 150}, {ProductID: "p2", Quantity: 1, PriceCents: 99}}
+	types := []events.Event{
+		{Type: events.View, ProductID: "p1", Device: "d", StoreID: "s"},
+		{Type: events.Click, TargetID: "t"},
+		{Type: events.Order, Items: items},
+		{Type: events.HistoryCleared},
+		{Type: events.HistoryItemRemoved, ProductID: "p1"},
+	}
+	scoped := Defaults()
+	scoped.History.Scope = []string{"device", "store"}
+	cached := 0
+	for _, cfg := range []Config{Defaults(), scoped} {
+		for _, loc := range []*time.Location{time.UTC, kolkata} {
+			for _, prefix := range []string{"", "shop:"} {
+				warm, err := NewPlanner(cfg, loc, prefix)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range 200 {
+					ev := types[i%len(types)]
+					ev.ID, ev.UserID = fmt.Sprintf("e%d", i), fmt.Sprintf("u%d", i%7)
+					ev.TS = now.Add(-time.Duration(i*37) * time.Second).UnixMilli()
+					got := warm.Plan(ev, now, nil)
+					if _, g, _ := warm.buckets(ev.TS); g != nil {
+						cached++
+					}
+					if want := plan(t, cfg, loc, prefix, ev); fmt.Sprint(got) != fmt.Sprint(want) {
+						t.Fatalf("%s event at %d: warm planner\n%v\nnew planner\n%v", ev.Type, ev.TS, got, want)
+					}
+					for j := 1; j < len(got); j++ {
+						if got[j-1].Global && !got[j].Global {
+							t.Fatalf("%s event: user write %s after global write %s", ev.Type, got[j].Key, got[j-1].Key)
+						}
+					}
+				}
+			}
+		}
+	}
+	if cached == 0 {
+		t.Fatal("no event was planned from a cached hour")
+	}
+}
+
+// Every key builder gives <prefix><kind>:{u:<user>}[...] or <prefix><kind>:{g}[...].
+func TestKeysLayout(t *testing.T) {
+	for _, k := range []Keys{{}, {Prefix: "shop:"}} {
+		u, g := func(kind string) string { return k.User(kind, "42") }, k.Global
+		for got, want := range map[string]string{
+			k.LastViewed("42"):                u("lv"),
+			k.History("42", "d", "s", true):   u("hist") + ":d:s",
+			k.History("42", "d", "s", false):  u("hist"),
+			k.HistoryCleared("42"):            u("histclr"),
+			k.HistoryRegistry("42"):           u("px:hk"),
+			k.UserStat("42", "views", "2026"): u("st") + ":views:2026",
+			k.GlobalStat("views", "2026"):     g("st") + ":views:2026",
+			k.Bestsellers("2026-12-02"):       g("best") + ":2026-12-02",
+			k.ProductViews("2026-12-02"):      g("pv") + ":2026-12-02",
+			k.RecentOrders():                  g("recent"),
+			k.Order("42", "o1"):               u("order") + ":o1",
+			k.Orders("42"):                    u("orders"),
+			k.Trending("2026-12-02T11:15"):    g("trend") + ":2026-12-02T11:15",
+			k.Seen("42", "2026-12-02"):        u("px:seen") + ":2026-12-02",
+			k.Watermarks():                    g("px:wm"),
+			k.Meta():                          g("px:meta"),
+		} {
+			if got != want {
+				t.Errorf("prefix %q: key %q, want %q", k.Prefix, got, want)
+			}
+		}
+	}
+	if got := (Keys{Prefix: "p:"}).UserStat("42", "views", "2026"); got != "p:st:{u:42}:views:2026" {
+		t.Errorf("UserStat = %q", got)
 	}
 }

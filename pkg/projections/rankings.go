@@ -18,7 +18,7 @@ func (p bestsellers) Plan(in *Input, out []Write) []Write {
 	if !in.alive(exp) {
 		return out
 	}
-	key := p.keys.Bestsellers(in.Buckets.Day)
+	key := in.global.bestOr(p.keys, in.Buckets.Day)
 	for _, it := range in.Event.Items {
 		out = append(out, Write{Kind: ZIncrBy, Global: true, Key: key, Member: it.ProductID, Delta: it.Quantity, ExpireAt: exp})
 	}
@@ -41,7 +41,7 @@ func (p productViews) Plan(in *Input, out []Write) []Write {
 	if !in.alive(exp) {
 		return out
 	}
-	return append(out, Write{Kind: ZIncrBy, Global: true, Key: p.keys.ProductViews(in.Buckets.Day), Member: in.Event.ProductID, Delta: 1, ExpireAt: exp})
+	return append(out, Write{Kind: ZIncrBy, Global: true, Key: in.global.pvOr(p.keys, in.Buckets.Day), Member: in.Event.ProductID, Delta: 1, ExpireAt: exp})
 }
 
 // trending maintains `trend:{g}:<minute>`: views per product per minute.
@@ -60,5 +60,5 @@ func (p trending) Plan(in *Input, out []Write) []Write {
 	if !in.alive(exp) {
 		return out
 	}
-	return append(out, Write{Kind: ZIncrBy, Global: true, Key: p.keys.Trending(in.Buckets.Minute), Member: in.Event.ProductID, Delta: 1, ExpireAt: exp})
+	return append(out, Write{Kind: ZIncrBy, Global: true, Key: in.global.trendOr(p.keys, in.minute, in.Buckets.Minute), Member: in.Event.ProductID, Delta: 1, ExpireAt: exp})
 }
