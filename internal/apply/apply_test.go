@@ -206,7 +206,7 @@ func TestApplyOnMiniredis(t *testing.T) {
 	if got := mr.HGet("px:wm:{g}", "shop.views:0"); got != "3" {
 		t.Errorf("watermark = %q", got)
 	}
-	if got, _ := mr.Get("st:{g}:revenue_cents:"+testDay); got != "300" {
+	if got, _ := mr.Get("st:{g}:revenue_cents:" + testDay); got != "300" {
 		t.Errorf("revenue = %q, want 300", got)
 	}
 	lv, _ := mr.ZMembers("lv:{u:u1}")
