@@ -40,6 +40,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Partitions, "partitions", 4, "partitions per topic")
 	fs.IntVar(&cfg.ClusterMasters, "cluster", 0, "run a Redis Cluster with this many masters (0: standalone)")
 	batch := fs.Int("batch", 0, "consumer batch.max_events (0: the consumer's default)")
+	redisArgs := fs.String("redis-args", "", "extra redis-server arguments, space-separated (e.g. '--hash-max-listpack-entries 16')")
 	replayBatch := fs.Int("replay-batch", 0, "the replayer's --batch (0: its default)")
 	off := fs.String("disable", "", "projections to switch off, comma-separated")
 	extra := fs.String("env", "", "extra environment of the consumer and replayer, comma-separated K=V (e.g. GOGC=400)")
@@ -71,6 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *batch > 0 {
 		cfg.ConsumerEnv = append(cfg.ConsumerEnv, fmt.Sprintf("PROJECTOR_BATCH_MAX_EVENTS=%d", *batch))
 	}
+	cfg.RedisArgs = strings.Fields(*redisArgs)
 	if *replayBatch > 0 {
 		cfg.ReplayArgs = []string{fmt.Sprintf("--batch=%d", *replayBatch)}
 	}

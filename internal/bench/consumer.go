@@ -125,6 +125,9 @@ func (e *env) runConsumer(ctx context.Context, p *kgo.Client) (Throughput, Laten
 	if err := e.waitLag(ctx); err != nil {
 		return th, nil, err
 	}
+	if mem, err := e.redis.UsedMemory(ctx); err == nil {
+		e.logf("consumer: redis used_memory %d MiB after the log", mem>>20)
+	}
 	if err := <-profiled; err != nil {
 		e.logf("profile: %v", err)
 	}

@@ -28,7 +28,7 @@ type Redis struct {
 
 // StartRedis starts one standalone redis-server (masters 0) or a cluster of
 // masters nodes on free loopback ports, with files under dir and no persistence.
-func StartRedis(ctx context.Context, dir string, masters int) (*Redis, error) {
+func StartRedis(ctx context.Context, dir string, masters int, extra ...string) (*Redis, error) {
 	r := &Redis{Cluster: masters > 0}
 	n := max(masters, 1)
 	for i := range n {
@@ -42,6 +42,7 @@ func StartRedis(ctx context.Context, dir string, masters int) (*Redis, error) {
 		}
 		args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", nd, "--save", "",
 			"--appendonly", "no", "--protected-mode", "no", "--logfile", filepath.Join(nd, "redis.log")}
+		args = append(args, extra...)
 		if r.Cluster {
 			args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(nd, "nodes.conf"))
 		}
@@ -124,6 +125,25 @@ func (r *Redis) CPUSeconds(ctx context.Context) (float64, error) {
 			}
 			total += v
 		}
+		return nil
+	})
+	return total, err
+}
+
+// UsedMemory sums used_memory (INFO memory) over the servers, in bytes.
+func (r *Redis) UsedMemory(ctx context.Context) (int64, error) {
+	var total int64
+	err := r.each(ctx, func(c *redis.Client) error {
+		info, err := c.Info(ctx, "memory").Result()
+		if err != nil {
+			return err
+		}
+		f := infoFields(info)
+		v, err := strconv.ParseInt(f["used_memory"], 10, 64)
+		if err != nil {
+			return fmt.Errorf("INFO memory used_memory=%q: %w", f["used_memory"], err)
+		}
+		total += v
 		return nil
 	})
 	return total, err

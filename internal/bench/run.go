@@ -32,6 +32,8 @@ type Config struct {
 	Latency LatencyConfig
 	// SkipReplay leaves out the replay phase.
 	SkipReplay bool
+	// RedisArgs are extra redis-server arguments (e.g. --hash-max-listpack-entries 16).
+	RedisArgs []string
 	// ReplayArgs are extra command-line arguments of the replayer (e.g. --batch).
 	ReplayArgs []string
 	// ProfileSeconds > 0 takes a CPU profile of the consumer for that long
@@ -97,7 +99,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	e.logf("starting redis-server (cluster masters: %d) and Apache Kafka", cfg.ClusterMasters)
-	e.redis, err = StartRedis(ctx, filepath.Join(cfg.Dir, "redis"), cfg.ClusterMasters)
+	e.redis, err = StartRedis(ctx, filepath.Join(cfg.Dir, "redis"), cfg.ClusterMasters, cfg.RedisArgs...)
 	defer e.redis.Stop()
 	if err != nil {
 		return res, err

@@ -76,7 +76,7 @@ type LogConfig struct {
 // Defaults returns the configuration used when no source sets anything
 // (SPEC section 8): embedded mode (no brokers, no Redis addresses), time zone
 // UTC and every projection on with projections.Defaults().
-// batch.max_events (10000) and batch.max_wait (5ms) are this
+// batch.max_events (20000) and batch.max_wait (5ms) are this
 // implementation's choice.
 func Defaults() Config {
 	return Config{
@@ -89,7 +89,7 @@ func Defaults() Config {
 		Redis:       RedisConfig{Mode: "standalone"},
 		TimeZone:    "UTC",
 		Idempotency: IdempotencyConfig{Window: 24 * time.Hour},
-		Batch:       BatchConfig{MaxEvents: 10000, MaxWait: 5 * time.Millisecond},
+		Batch:       BatchConfig{MaxEvents: 20000, MaxWait: 5 * time.Millisecond},
 		HTTP:        HTTPConfig{Addr: ":9090"},
 		Log:         LogConfig{Level: "info", Format: "auto"},
 		Projections: projections.Defaults(),

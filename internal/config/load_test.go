@@ -57,7 +57,7 @@ func TestDefaults(t *testing.T) {
 		{"redis.tls.insecure_skip_verify", false},
 		{"time_zone", "UTC"},
 		{"idempotency.window", 24 * time.Hour},
-		{"batch.max_events", 10000},
+		{"batch.max_events", 20000},
 		{"batch.max_wait", 5 * time.Millisecond},
 		{"http.addr", ":9090"},
 		{"log.level", "info"},
