@@ -166,9 +166,10 @@ for _ = 1, nc do
 end
 
 -- sets holds the sorted sets written by ZAddMax since the last flush: their
--- profile, the lowest and highest score written, whether a member was added,
--- the expiry they need (highest score + ttl) and whether all their writes
--- had the same ttl.
+-- profile, the (score, member) pairs to add (one ZADD GT per set and flush:
+-- GT applies to each pair as separate ZADDs would), the lowest and highest
+-- score written, the expiry they need (highest score + ttl) and whether all
+-- their writes had the same ttl.
 local sets = {}
 local guards = {}
 
@@ -188,7 +189,11 @@ end
 local function flushSets()
   for k, t in pairs(sets) do
     local keep, ret = t.p[1], t.p[2]
-    if keep > 0 and t.added then
+    local added = 0
+    for j = 1, #t.add, 1000 do
+      added = added + redis.call('ZADD', k, 'GT', unpack(t.add, j, math.min(j + 999, #t.add)))
+    end
+    if keep > 0 and added > 0 then
       redis.call('ZREMRANGEBYRANK', k, 0, -(keep + 1))
     end
     if t.at then
@@ -247,18 +252,18 @@ while i <= #ARGV do
     local s = tonumber(num)
     local guard = p[4]
     if guard == '' or s > guardOf(guard) then
-      local added = redis.call('ZADD', key, 'GT', num, ARGV[i + 2]) > 0
       local ttl = p[3]
       local t = sets[key]
       if t then
         t.p = p
         if s > t.hi then t.hi = s end
         if s < t.lo then t.lo = s end
-        if added then t.added = true end
         if ttl and (not t.at or s + ttl > t.at) then t.at = s + ttl end
         if ttl ~= t.ttl then t.ttl = false end
+        t.add[#t.add + 1] = num
+        t.add[#t.add + 1] = ARGV[i + 2]
       else
-        sets[key] = {p = p, hi = s, lo = s, added = added, at = ttl and s + ttl, ttl = ttl}
+        sets[key] = {p = p, hi = s, lo = s, at = ttl and s + ttl, ttl = ttl, add = {num, ARGV[i + 2]}}
       end
       applied = applied + 1
     end

@@ -109,3 +109,32 @@ func TestRetentionFollowsNewest(t *testing.T) {
 		t.Fatalf("expiry %d, want newest + ttl %d", got, want)
 	}
 }
+
+// TestManyMembersInOneCall (real Redis): one call adding more members to a
+// set than one ZADD takes from the script (1,200 views of one user) keeps
+// exactly the newest ones.
+func TestManyMembersInOneCall(t *testing.T) {
+	srv := testredis.StartStandalone(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	cfg := projections.Defaults()
+	a := newTestApplier(t, rdb, cfg)
+	base := testNow.Add(-2 * time.Hour)
+	var evs []events.Event
+	for i := range 1200 {
+		evs = append(evs, view(fmt.Sprintf("e%d", i), "u1", fmt.Sprintf("p%04d", i), base.Add(time.Duration(i)*time.Second)))
+	}
+	recs, rng := batch(0, evs...)
+	if _, err := a.Apply(ctx, recs, rng); err != nil {
+		t.Fatal(err)
+	}
+	for key, size := range map[string]int{"lv:{u:u1}": cfg.LastViewed.Size, "hist:{u:u1}": cfg.History.Size} {
+		got, err := rdb.ZRange(ctx, key, 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != size || got[0][:5] != fmt.Sprintf("p%04d", 1200-size) || got[size-1][:5] != "p1199" {
+			t.Fatalf("%s holds %d members from %v to %v, want the newest %d (p%04d to p1199)", key, len(got), got[0], got[len(got)-1], size, 1200-size)
+		}
+	}
+}
