@@ -18,7 +18,8 @@
 -- Then the write program (numbers are decimal integers, times Unix ms, expireAt 0 = none):
 --   np, then np ZAddMax profiles: keep, retentionMs, ttl ('' = no expiry), guardKey;
 --   nc, then nc counters: key, delta, expireAt (INCRBY; counter keys take no other write);
---   then per write its kind and the kind's values (see the loop below).
+--   then per write its kind and the kind's values (see the loop below; ZAddMax
+--   writes come per set: the set's writes between two removals as one entry).
 -- Returns {1, writesApplied}.
 local mode = ARGV[1]
 local n = tonumber(ARGV[2])
@@ -246,28 +247,32 @@ end
 while i <= #ARGV do
   local kind = ARGV[i]
   local key = ARGV[i + 1]
-  if kind == '3' then -- ZAddMax: key, member, score, profile
-    local p = prof[tonumber(ARGV[i + 4])]
-    local num = ARGV[i + 3]
-    local s = tonumber(num)
-    local guard = p[4]
-    if guard == '' or s > guardOf(guard) then
-      local ttl = p[3]
-      local t = sets[key]
-      if t then
-        t.p = p
-        if s > t.hi then t.hi = s end
-        if s < t.lo then t.lo = s end
-        if ttl and (not t.at or s + ttl > t.at) then t.at = s + ttl end
-        if ttl ~= t.ttl then t.ttl = false end
-        t.add[#t.add + 1] = num
-        t.add[#t.add + 1] = ARGV[i + 2]
-      else
-        sets[key] = {p = p, hi = s, lo = s, at = ttl and s + ttl, ttl = ttl, add = {num, ARGV[i + 2]}}
+  if kind == '3' then -- ZAddMax writes of one set: key, profile, n, then n x (member, score)
+    local p = prof[tonumber(ARGV[i + 2])]
+    local guard, ttl = p[4], p[3]
+    local t = sets[key]
+    local j = i + 4
+    i = j + 2 * tonumber(ARGV[i + 3])
+    while j < i do
+      local num = ARGV[j + 1]
+      local s = tonumber(num)
+      if guard == '' or s > guardOf(guard) then
+        if t then
+          t.p = p
+          if s > t.hi then t.hi = s end
+          if s < t.lo then t.lo = s end
+          if ttl and (not t.at or s + ttl > t.at) then t.at = s + ttl end
+          if ttl ~= t.ttl then t.ttl = false end
+          t.add[#t.add + 1] = num
+          t.add[#t.add + 1] = ARGV[j]
+        else
+          t = {p = p, hi = s, lo = s, at = ttl and s + ttl, ttl = ttl, add = {num, ARGV[j]}}
+          sets[key] = t
+        end
+        applied = applied + 1
       end
-      applied = applied + 1
+      j = j + 2
     end
-    i = i + 5
   elseif kind == '2' then -- ZIncrBy: key, member, delta, expireAt
     redis.call('ZINCRBY', key, ARGV[i + 3], ARGV[i + 2])
     bump(key, tonumber(ARGV[i + 4]))

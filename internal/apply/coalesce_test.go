@@ -1,6 +1,8 @@
 package apply
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	p "projector/pkg/projections"
@@ -48,5 +50,31 @@ func TestArgCount(t *testing.T) {
 		if got, max := len(appendWrites(nil, ws)), argCount(ws); got > max {
 			t.Errorf("kind %d: appendWrites made %d arguments, argCount says at most %d", k, got, max)
 		}
+	}
+}
+
+// TestWriteProgramSets: ZAddMax writes go as one entry per set between
+// removals (barriers), never across one; counters go first.
+func TestWriteProgramSets(t *testing.T) {
+	trim := p.Trim{Keep: 10, RetentionMs: 100}
+	z := func(key, member string, score int64) p.Write {
+		return p.Write{Kind: p.ZAddMax, Key: key, Member: member, Score: score, ExpireAt: score + 100, Trim: trim}
+	}
+	ws := []p.Write{z("k1", "a", 1), {Kind: p.IncrBy, Key: "c", Delta: 2}, z("k2", "b", 2), z("k1", "c", 3),
+		{Kind: p.ZRemUpTo, Key: "k1", Score: 5}, z("k1", "d", 6)}
+	var got []string
+	for _, a := range appendWrites(nil, ws) {
+		switch v := a.(type) {
+		case *string:
+			got = append(got, *v)
+		case *int64:
+			got = append(got, fmt.Sprint(*v))
+		default:
+			got = append(got, fmt.Sprint(v))
+		}
+	}
+	want := "1 10 100 100  1 c 2 0 3 k1 1 2 a 1 c 3 3 k2 1 1 b 2 6 k1 5  3 k1 1 1 d 6"
+	if s := strings.Join(got, " "); s != want {
+		t.Errorf("program\n%s\nwant\n%s", s, want)
 	}
 }

@@ -2,6 +2,7 @@ package apply
 
 import (
 	_ "embed"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 
@@ -74,17 +75,21 @@ func appendWrites(args []any, ws []projections.Write) []any {
 			args = append(args, &w.Key, &w.Delta, &w.ExpireAt)
 		}
 	}
+	seg := 0 // the first write after the last barrier
 	for i := range ws {
 		w := &ws[i]
-		if w.Kind == projections.IncrBy {
+		if w.Kind.Barrier() {
+			args = appendSets(args, ws[seg:i], ps)
+			seg = i + 1
+		}
+		switch w.Kind {
+		case projections.IncrBy, projections.ZAddMax:
 			continue
 		}
 		args = append(args, kindArg[w.Kind], &w.Key)
 		switch w.Kind {
 		case projections.ZIncrBy:
 			args = append(args, &w.Member, &w.Delta, &w.ExpireAt)
-		case projections.ZAddMax:
-			args = append(args, &w.Member, &w.Score, ps.index(profileOf(w)))
 		case projections.SetValue:
 			args = append(args, &w.Value, &w.ExpireAt)
 		case projections.SetMax:
@@ -97,6 +102,44 @@ func appendWrites(args []any, ws []projections.Write) []any {
 			args = append(args, &w.Member, &w.Score, &w.Registry)
 		case projections.SAdd:
 			args = append(args, &w.Member, &w.ExpireAt)
+		}
+	}
+	return appendSets(args, ws[seg:], ps)
+}
+
+// appendSets encodes the ZAddMax writes of ws, a stretch without barriers, as
+// one entry per set and profile: key, profile, n, then n x (member, score),
+// in the order of each set's first write. Within such a stretch they may go
+// after the other writes: no other kind writes a set's key there, and the
+// guard keys change only at barriers (SetMax).
+func appendSets(args []any, ws []projections.Write, ps profiles) []any {
+	type set struct {
+		key  string
+		prof int
+	}
+	var fixed [4]set
+	done := fixed[:0]
+	for i := range ws {
+		w := &ws[i]
+		if w.Kind != projections.ZAddMax {
+			continue
+		}
+		s := set{w.Key, ps.index(profileOf(w))}
+		if slices.Contains(done, s) {
+			continue
+		}
+		done = append(done, s)
+		n := 0
+		for j := i; j < len(ws); j++ {
+			if o := &ws[j]; o.Kind == projections.ZAddMax && o.Key == s.key && ps.index(profileOf(o)) == s.prof {
+				n++
+			}
+		}
+		args = append(args, kindArg[projections.ZAddMax], &w.Key, s.prof, n)
+		for j := i; j < len(ws); j++ {
+			if o := &ws[j]; o.Kind == projections.ZAddMax && o.Key == s.key && ps.index(profileOf(o)) == s.prof {
+				args = append(args, &o.Member, &o.Score)
+			}
 		}
 	}
 	return args
@@ -113,7 +156,7 @@ func argCount(ws []projections.Write) int {
 }
 
 // kindArgs is the number of arguments appendWrites makes of each write kind.
-var kindArgs = [...]int{projections.IncrBy: 3, projections.ZIncrBy: 5, projections.ZAddMax: 5, projections.SetValue: 4,
+var kindArgs = [...]int{projections.IncrBy: 3, projections.ZIncrBy: 5, projections.ZAddMax: 6, projections.SetValue: 4,
 	projections.SetMax: 4, projections.ZRemUpTo: 4, projections.ZRemMemberUpTo: 4, projections.ZRemPrefixUpTo: 5, projections.SAdd: 4}
 
 // kindArg is the script's name of each write kind.

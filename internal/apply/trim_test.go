@@ -11,6 +11,29 @@ import (
 	"projector/pkg/projections"
 )
 
+// nextBatches returns a function that applies events as the next batch of
+// one partition (consecutive offsets from 0).
+func nextBatches(t *testing.T, a *Applier) func(evs ...events.Event) {
+	off := int64(0)
+	return func(evs ...events.Event) {
+		t.Helper()
+		recs, rng := batch(off, evs...)
+		off += int64(len(evs))
+		if _, err := a.Apply(context.Background(), recs, rng); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// viewsOf returns n views of user u, of products format%i, step apart from base.
+func viewsOf(u string, n int, format string, base time.Time, step time.Duration) []events.Event {
+	var evs []events.Event
+	for i := range n {
+		evs = append(evs, view(fmt.Sprintf("e%d", i), u, fmt.Sprintf(format, i), base.Add(time.Duration(i)*step)))
+	}
+	return evs
+}
+
 // TestSizeTrimAndSlidingExpiry (real Redis): a sized set is trimmed when a
 // script call adds members, also when the call starts by re-viewing a member
 // it already holds; a sliding expiry (lv: newest view + ttl) never moves
@@ -23,24 +46,14 @@ func TestSizeTrimAndSlidingExpiry(t *testing.T) {
 	a := newTestApplier(t, rdb, cfg)
 	key := projections.Keys{}.LastViewed("u1")
 	base := testNow.Add(-2 * time.Hour)
-	apply := func(first int64, evs ...events.Event) {
-		t.Helper()
-		recs, rng := batch(first, evs...)
-		if _, err := a.Apply(ctx, recs, rng); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var evs []events.Event
-	for i := range 12 {
-		evs = append(evs, view(fmt.Sprintf("e%d", i), "u1", fmt.Sprintf("p%d", i), base.Add(time.Duration(i)*time.Minute)))
-	}
-	apply(0, evs...)
+	apply := nextBatches(t, a)
+	apply(viewsOf("u1", 12, "p%d", base, time.Minute)...)
 	if n := rdb.ZCard(ctx, key).Val(); n != int64(cfg.LastViewed.Size) {
 		t.Fatalf("%s holds %d members after 12 views, want %d", key, n, cfg.LastViewed.Size)
 	}
 	// A re-view of a member it holds, then a new product, in one call.
 	newest := base.Add(time.Hour)
-	apply(12, view("r1", "u1", "p11", base.Add(30*time.Minute)), view("r2", "u1", "p-new", newest))
+	apply(view("r1", "u1", "p11", base.Add(30*time.Minute)), view("r2", "u1", "p-new", newest))
 	if n := rdb.ZCard(ctx, key).Val(); n != int64(cfg.LastViewed.Size) {
 		t.Fatalf("%s holds %d members after a re-view and a new product, want %d", key, n, cfg.LastViewed.Size)
 	}
@@ -49,7 +62,7 @@ func TestSizeTrimAndSlidingExpiry(t *testing.T) {
 		t.Fatalf("expiry %d, want newest view + ttl %d", got, want)
 	}
 	// An older view, out of order, in a later batch: the expiry stays.
-	apply(14, view("o1", "u1", "p-old", base.Add(-time.Hour)))
+	apply(view("o1", "u1", "p-old", base.Add(-time.Hour)))
 	if got := rdb.PExpireTime(ctx, key).Val().Milliseconds(); got != want {
 		t.Fatalf("an out-of-order view moved the expiry to %d, want it kept at %d", got, want)
 	}
@@ -70,15 +83,7 @@ func TestRetentionFollowsNewest(t *testing.T) {
 	a.opts.Now = time.Now // a 1-hour expiry must lie ahead of Redis's clock
 	key := projections.Keys{}.LastViewed("u1")
 	base := time.Now().Add(-30 * time.Minute)
-	off := int64(0)
-	apply := func(evs ...events.Event) {
-		t.Helper()
-		recs, rng := batch(off, evs...)
-		off += int64(len(evs))
-		if _, err := a.Apply(ctx, recs, rng); err != nil {
-			t.Fatal(err)
-		}
-	}
+	apply := nextBatches(t, a)
 	check := func(step string, want ...string) {
 		t.Helper()
 		got, err := rdb.ZRange(ctx, key, 0, -1).Result()
@@ -120,14 +125,7 @@ func TestManyMembersInOneCall(t *testing.T) {
 	cfg := projections.Defaults()
 	a := newTestApplier(t, rdb, cfg)
 	base := testNow.Add(-2 * time.Hour)
-	var evs []events.Event
-	for i := range 1200 {
-		evs = append(evs, view(fmt.Sprintf("e%d", i), "u1", fmt.Sprintf("p%04d", i), base.Add(time.Duration(i)*time.Second)))
-	}
-	recs, rng := batch(0, evs...)
-	if _, err := a.Apply(ctx, recs, rng); err != nil {
-		t.Fatal(err)
-	}
+	nextBatches(t, a)(viewsOf("u1", 1200, "p%04d", base, time.Second)...)
 	for key, size := range map[string]int{"lv:{u:u1}": cfg.LastViewed.Size, "hist:{u:u1}": cfg.History.Size} {
 		got, err := rdb.ZRange(ctx, key, 0, -1).Result()
 		if err != nil {

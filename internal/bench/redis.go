@@ -113,11 +113,10 @@ func (r *Redis) ResetStats(ctx context.Context) error {
 func (r *Redis) CPUSeconds(ctx context.Context) (float64, error) {
 	var total float64
 	err := r.each(ctx, func(c *redis.Client) error {
-		info, err := c.Info(ctx, "cpu").Result()
+		f, err := infoOf(ctx, c, "cpu")
 		if err != nil {
 			return err
 		}
-		f := infoFields(info)
 		for _, k := range []string{"used_cpu_sys", "used_cpu_user"} {
 			v, err := strconv.ParseFloat(f[k], 64)
 			if err != nil {
@@ -134,11 +133,10 @@ func (r *Redis) CPUSeconds(ctx context.Context) (float64, error) {
 func (r *Redis) UsedMemory(ctx context.Context) (int64, error) {
 	var total int64
 	err := r.each(ctx, func(c *redis.Client) error {
-		info, err := c.Info(ctx, "memory").Result()
+		f, err := infoOf(ctx, c, "memory")
 		if err != nil {
 			return err
 		}
-		f := infoFields(info)
 		v, err := strconv.ParseInt(f["used_memory"], 10, 64)
 		if err != nil {
 			return fmt.Errorf("INFO memory used_memory=%q: %w", f["used_memory"], err)
@@ -183,6 +181,15 @@ func (r *Redis) CommandStats(ctx context.Context) (map[string]CommandStat, error
 // CommandStat is one command's INFO commandstats figures.
 type CommandStat struct {
 	Calls, Usec int64
+}
+
+// infoOf reads one INFO section of c as fields.
+func infoOf(ctx context.Context, c *redis.Client, section string) (map[string]string, error) {
+	info, err := c.Info(ctx, section).Result()
+	if err != nil {
+		return nil, err
+	}
+	return infoFields(info), nil
 }
 
 // infoFields parses "k:v" lines of an INFO reply.
