@@ -60,11 +60,15 @@ func (c *Consumer) deadLetter(ctx context.Context, bad []Poison) error {
 		todo = append(todo, p)
 	}
 	if len(uncertain) > 0 {
-		missing, err := c.missingDeadLetters(ctx, uncertain)
+		present, err := c.findDeadLetters(ctx)
 		if err != nil {
-			return err
+			return fmt.Errorf("look for earlier dead letters: %w", err)
 		}
-		todo = append(todo, missing...)
+		for _, p := range uncertain {
+			if !present[origin(p.Msg.Topic, p.Msg.Partition, p.Msg.Offset)] {
+				todo = append(todo, p)
+			}
+		}
 	}
 	if len(todo) == 0 {
 		return c.mark(ctx, bad, "")
@@ -141,43 +145,6 @@ func (c *Consumer) mark(ctx context.Context, recs []Poison, prefix string) error
 
 func origin(topic string, partition int, offset int64) string {
 	return topic + "/" + strconv.Itoa(partition) + "/" + strconv.FormatInt(offset, 10)
-}
-
-// uncertainWait is how long records whose dead-letter write may have happened
-// are looked for in the dead-letter topic before they count as not written.
-// A write whose acknowledgement was lost (a broker restarting, a consumer
-// killed mid-write) can sit in the partition leader's log, invisible to
-// readers, until the replicas catch up or the controller fences the broker
-// that is down (broker.session.timeout.ms, 9 s by default): reading once
-// right away missed such a record and wrote it a second time.
-const uncertainWait = 12 * time.Second
-
-// missingDeadLetters returns the records of uncertain not found among the
-// newest records of the dead-letter topic, looking again every second for
-// up to uncertainWait while some are missing.
-func (c *Consumer) missingDeadLetters(ctx context.Context, uncertain []Poison) ([]Poison, error) {
-	deadline := time.Now().Add(uncertainWait)
-	for {
-		present, err := c.findDeadLetters(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("look for earlier dead letters: %w", err)
-		}
-		var missing []Poison
-		for _, p := range uncertain {
-			if !present[origin(p.Msg.Topic, p.Msg.Partition, p.Msg.Offset)] {
-				missing = append(missing, p)
-			}
-		}
-		if len(missing) == 0 || time.Now().After(deadline) {
-			return missing, nil
-		}
-		uncertain = missing
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Second):
-		}
-	}
 }
 
 // lookBack is how many of the newest records of each dead-letter partition
