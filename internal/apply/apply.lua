@@ -183,10 +183,11 @@ local function trimToTop(k, ret)
 end
 
 -- flushSets trims the sets written since the last flush and moves their
--- expiry. A windowed set expires at newest + ttl, so its expiry tells its
--- newest ts: when PEXPIREAT GT moves it, the highest score written here is the
--- newest; otherwise PEXPIRETIME - ttl is, and only members written here can
--- lie below newest - retention (every flush leaves none behind).
+-- expiry. A windowed set expires at newest + ttl: when PEXPIREAT GT moves the
+-- expiry, the highest score written here is the newest ts (trim by it, no
+-- read); otherwise only members written here can lie below the window (every
+-- flush leaves none behind), so the set is trimmed (by its top member) only
+-- when one of them lies below PEXPIRETIME - ttl - retention.
 local function flushSets()
   for k, t in pairs(sets) do
     local keep, ret = t.p[1], t.p[2]
@@ -216,7 +217,11 @@ local function flushSets()
           if not t.ttl then
             trimToTop(k, ret)
           elseif t.lo < cur - t.ttl - ret then
-            redis.call('ZREMRANGEBYSCORE', k, '-inf', '(' .. fmt(cur - t.ttl - ret))
+            -- cur - ttl is the newest ts only while the lifetime is unchanged
+            -- (after it was lowered it lies later, and trimming by it would
+            -- remove live members): it only tells whether a trim is needed,
+            -- which then goes by the top member
+            trimToTop(k, ret)
           end
         end
       end

@@ -69,10 +69,10 @@ func TestSizeTrimAndSlidingExpiry(t *testing.T) {
 }
 
 // TestRetentionFollowsNewest (real Redis): a windowed set (lv, ttl = retention
-// = 1h here) drops members older than its newest ts - 1h, newest being the
-// highest ts ever applied (SPEC 4), also after the top member was removed, in
-// every path of the script: a new key, a newer view (expiry moved), an older
-// view (expiry kept).
+// = 1h here) drops members older than its newest ts - 1h in every path of the
+// script: a new key, a newer view (expiry moved: newest is that view, also
+// after the top member was removed), an older view (expiry kept: trimmed by
+// the top member when a member written lies below the window).
 func TestRetentionFollowsNewest(t *testing.T) {
 	srv := testredis.StartStandalone(t)
 	ctx := context.Background()
@@ -100,12 +100,13 @@ func TestRetentionFollowsNewest(t *testing.T) {
 	// an older view, out of order, beyond the retention: removed at once
 	apply(view("e3", "u1", "p3", base.Add(-20*time.Minute)))
 	check("older view", "p1", "p2")
-	// the top member removed: newest stays base+50m, so p4 (base-15m) is too old
+	// the top member removed: an older view is trimmed by the top member then
+	// (p1 at base), so p4 (base-15m) stays; the expiry stays at base+50m+1h
 	rm := events.Event{ID: "r1", Type: events.HistoryItemRemoved, TS: base.Add(51 * time.Minute).UnixMilli(), UserID: "u1", ProductID: "p2"}
 	apply(rm)
 	check("top removed", "p1")
 	apply(view("e4", "u1", "p4", base.Add(-15*time.Minute)), view("e5", "u1", "p5", base.Add(-5*time.Minute)))
-	check("older view after removal", "p5", "p1")
+	check("older view after removal", "p4", "p5", "p1")
 	// a newer view moves the expiry and the window: p5 and p1 fall out
 	apply(view("e6", "u1", "p6", base.Add(70*time.Minute)))
 	check("newer view", "p6")
@@ -134,5 +135,37 @@ func TestManyMembersInOneCall(t *testing.T) {
 		if len(got) != size || got[0][:5] != fmt.Sprintf("p%04d", 1200-size) || got[size-1][:5] != "p1199" {
 			t.Fatalf("%s holds %d members from %v to %v, want the newest %d (p%04d to p1199)", key, len(got), got[0], got[len(got)-1], size, 1200-size)
 		}
+	}
+}
+
+// TestLoweredLifetimeKeepsLiveMembers (real Redis): after last_viewed.ttl is
+// lowered (2h -> 1h), a key still expires at newest + 2h; an older view must
+// not make the script take that expiry - 1h as the newest ts and trim live
+// members away.
+func TestLoweredLifetimeKeepsLiveMembers(t *testing.T) {
+	srv := testredis.StartStandalone(t)
+	rdb := srv.Client()
+	key := projections.Keys{}.LastViewed("u1")
+	base := time.Now().Add(-30 * time.Minute)
+	for _, ttl := range []time.Duration{2 * time.Hour, time.Hour} {
+		cfg := projections.Defaults()
+		cfg.LastViewed.TTL = ttl
+		a := newTestApplier(t, rdb, cfg)
+		a.opts.Now = time.Now
+		if ttl == 2*time.Hour {
+			nextBatches(t, a)(view("e1", "u1", "p1", base), view("e2", "u1", "p2", base.Add(10*time.Minute)))
+			continue
+		}
+		recs, rng := batch(2, view("e3", "u1", "p3", base.Add(-5*time.Minute)))
+		if _, err := a.Apply(context.Background(), recs, rng); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := rdb.ZRange(context.Background(), key, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[p3 p1 p2]" {
+		t.Fatalf("%s = %v after an older view under a lowered ttl, want [p3 p1 p2]", key, got)
 	}
 }

@@ -41,8 +41,12 @@ const (
 
 // Plan writes the user's counters, then the global ones.
 func (p stats) Plan(in *Input, out []Write) []Write {
+	ev := &in.Event
+	var units, revenue int64
+	if ev.Type == events.Order {
+		units, revenue = ev.Units(), ev.RevenueCents()
+	}
 	for _, global := range []bool{false, true} {
-		ev := &in.Event
 		switch ev.Type {
 		case events.View:
 			out = p.count(in, statViews, 1, global, out)
@@ -50,8 +54,8 @@ func (p stats) Plan(in *Input, out []Write) []Write {
 			out = p.count(in, statClicks, 1, global, out)
 		case events.Order:
 			out = p.count(in, statOrders, 1, global, out)
-			out = p.count(in, statUnits, ev.Units(), global, out)
-			out = p.count(in, statRevenue, ev.RevenueCents(), global, out)
+			out = p.count(in, statUnits, units, global, out)
+			out = p.count(in, statRevenue, revenue, global, out)
 		}
 	}
 	return out
