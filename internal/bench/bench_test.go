@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -47,5 +48,31 @@ func TestInfoFields(t *testing.T) {
 	f := infoFields("# CPU\r\nused_cpu_sys:1.50\r\nused_cpu_user:2.25\r\n")
 	if f["used_cpu_sys"] != "1.50" || f["used_cpu_user"] != "2.25" {
 		t.Errorf("fields = %v", f)
+	}
+}
+
+// TestCalibrate runs the calibration against a real redis-server: both
+// figures are measured (positive, below a millisecond) and the key it used is gone.
+func TestCalibrate(t *testing.T) {
+	ctx := context.Background()
+	r, err := StartRedis(ctx, t.TempDir(), 0)
+	defer r.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Calibrate(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]float64{"Redis us per call": c.RedisCallUS, "Go us per event": c.PlanUS} {
+		if v <= 0 || v > 1000 {
+			t.Errorf("%s = %v, want a positive figure below 1 ms", name, v)
+		}
+	}
+	if n := r.Client().DBSize(ctx).Val(); n != 0 {
+		t.Errorf("%d keys left after calibration, want 0", n)
+	}
+	if !strings.HasPrefix(c.String(), "machine: Redis ") {
+		t.Errorf("line %q", c.String())
 	}
 }

@@ -117,16 +117,24 @@ func (r *Redis) CPUSeconds(ctx context.Context) (float64, error) {
 		if err != nil {
 			return err
 		}
-		for _, k := range []string{"used_cpu_sys", "used_cpu_user"} {
-			v, err := strconv.ParseFloat(f[k], 64)
-			if err != nil {
-				return fmt.Errorf("INFO cpu %s=%q: %w", k, f[k], err)
-			}
-			total += v
-		}
-		return nil
+		v, err := cpuOf(f)
+		total += v
+		return err
 	})
 	return total, err
+}
+
+// cpuOf is used_cpu_sys + used_cpu_user of INFO cpu's fields, in seconds.
+func cpuOf(f map[string]string) (float64, error) {
+	var total float64
+	for _, k := range []string{"used_cpu_sys", "used_cpu_user"} {
+		v, err := strconv.ParseFloat(f[k], 64)
+		if err != nil {
+			return 0, fmt.Errorf("INFO cpu %s=%q: %w", k, f[k], err)
+		}
+		total += v
+	}
+	return total, nil
 }
 
 // UsedMemory sums used_memory (INFO memory) over the servers, in bytes.

@@ -51,6 +51,8 @@ type Result struct {
 	NaiveCmds float64 // Redis commands (round trips) per event of the naive baseline
 	Replay    float64
 	Latency   Latencies
+	// Machine is the machine's speed at the run's start and end.
+	Machine [2]Calibration
 }
 
 // Ratio is the consumer's throughput over the naive baseline's.
@@ -116,6 +118,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	defer p.Close()
+	if res.Machine[0], err = Calibrate(ctx, e.redis); err != nil {
+		return res, err
+	}
+	e.logf("%v (start)", res.Machine[0])
 	t := time.Now()
 	e.logf("producing %d events (%d users, %d products)", cfg.Load.Events, cfg.Load.Users, cfg.Load.Products)
 	if err := Load(ctx, p, cfg.Load); err != nil {
@@ -135,5 +141,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return res, err
 		}
 	}
+	if res.Machine[1], err = Calibrate(ctx, e.redis); err != nil {
+		return res, err
+	}
+	e.logf("%v (end)", res.Machine[1])
 	return res, nil
 }
