@@ -214,3 +214,40 @@ func TestKeysLayout(t *testing.T) {
 		t.Errorf("UserStat = %q", got)
 	}
 }
+
+// TestUserStatKeysSharedBuild: the user counter keys built in one allocation
+// equal Keys.UserStat for every subset of granularities, with and without a
+// key prefix, for every stat of an order.
+func TestUserStatKeysSharedBuild(t *testing.T) {
+	grans := []string{"year", "month", "day", "hour"}
+	ts := time.Date(2026, 12, 2, 11, 15, 30, 0, time.UTC)
+	ev := events.Event{ID: "o1", Type: events.Order, TS: ts.UnixMilli(), UserID: "u7", Items: []events.Item{{ProductID: "p1", Quantity: 2, PriceCents: 150}}}
+	for mask := 1; mask < 16; mask++ {
+		cfg := Defaults()
+		cfg.Stats.Granularities = nil
+		for i, g := range grans {
+			if mask&(1<<i) != 0 {
+				cfg.Stats.Granularities = append(cfg.Stats.Granularities, g)
+			}
+		}
+		for _, prefix := range []string{"", "shop:"} {
+			k := Keys{Prefix: prefix}
+			buckets := map[string]string{"year": "2026", "month": "2026-12", "day": "2026-12-02", "hour": "2026-12-02T11"}
+			var want []string
+			for _, stat := range []string{"orders", "units", "revenue_cents"} {
+				for _, g := range cfg.Stats.Granularities {
+					want = append(want, k.UserStat(ev.UserID, stat, buckets[g]))
+				}
+			}
+			var got []string
+			for _, w := range plan(t, cfg, time.UTC, prefix, ev) {
+				if w.Kind == IncrBy && !w.Global {
+					got = append(got, w.Key)
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("granularities %v, prefix %q:\n got %v\nwant %v", cfg.Stats.Granularities, prefix, got, want)
+			}
+		}
+	}
+}
