@@ -252,3 +252,57 @@ func TestHistoryItemRemovedMatchesWholeProduct(t *testing.T) {
 		t.Errorf("history = %v, want only p7@b's entry", got)
 	}
 }
+
+// TestDuplicatesAmongNewMarkers: a user group whose markers lie in two
+// marker hashes (two days) holds new events and re-published ones. The
+// script sets the new markers, finds the existing ones, deletes only the
+// markers it set, and the group is applied again without the duplicates:
+// the existing markers keep their first origin, and the day counters count
+// each event once.
+func TestDuplicatesAmongNewMarkers(t *testing.T) {
+	srv := testredis.StartStandalone(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	a := newTestApplier(t, rdb, projections.Defaults())
+	day1, day2 := testNow.Add(-36*time.Hour), testNow.Add(-time.Hour)
+	first := []events.Event{view("b", "u1", "p1", day1), view("d", "u1", "p2", day2)}
+	recs, ranges := batch(0, first...)
+	if _, err := a.Apply(ctx, recs, ranges); err != nil {
+		t.Fatal(err)
+	}
+	evs := []events.Event{
+		view("a", "u1", "p3", day1.Add(time.Second)), first[0], view("a2", "u1", "p4", day1.Add(2*time.Second)),
+		view("c", "u1", "p5", day2.Add(time.Second)), first[1],
+	}
+	recs, ranges = batch(10, evs...)
+	res, err := a.Apply(ctx, recs, ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Outcome{Applied, Duplicate, Applied, Applied, Duplicate}
+	for i, o := range res.Outcomes {
+		if o != want[i] {
+			t.Errorf("outcome of %s = %v, want %v", evs[i].ID, o, want[i])
+		}
+	}
+	for _, m := range []struct {
+		day        time.Time
+		id, origin string
+	}{
+		{day1, "b", "shop.views:0:0"}, {day2, "d", "shop.views:0:1"},
+		{day1, "a", "shop.views:0:10"}, {day1, "a2", "shop.views:0:12"}, {day2, "c", "shop.views:0:13"},
+	} {
+		key := "px:seen:{u:u1}:" + m.day.Format("2006-01-02")
+		if got := rdb.HGet(ctx, key, m.id).Val(); got != m.origin {
+			t.Errorf("marker %s in %s = %q, want %q", m.id, key, got, m.origin)
+		}
+	}
+	for _, c := range []struct {
+		day  time.Time
+		want string
+	}{{day1, "3"}, {day2, "2"}} {
+		if got := mustGet(t, rdb, "st:{u:u1}:views:"+c.day.Format("2006-01-02")); got != c.want {
+			t.Errorf("views of %s = %s, want %s", c.day.Format("2006-01-02"), got, c.want)
+		}
+	}
+}
