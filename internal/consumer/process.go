@@ -89,21 +89,28 @@ func field(topic string, partition int) string { return topic + ":" + strconv.It
 // time of each of its steps.
 const slowBatch = time.Second
 
-// process applies one batch and hands it to the committer. It keeps retrying
-// Redis and the dead-letter topic with backoff; after ctx ends it retries for
-// ShutdownGrace more.
+// process applies one batch and hands it to the committer. Its poison
+// records go to the dead-letter topic while the valid ones are applied (the
+// two touch different keys and topics; the batch is committed only after
+// both). It keeps retrying Redis and the dead-letter topic with backoff;
+// after ctx ends it retries for ShutdownGrace more.
 func (c *Consumer) process(ctx context.Context, msgs []kafka.Message, cm *committer) error {
 	start := time.Now()
 	msgs = dropRepeats(msgs)
 	recs, bad, ranges := Split(msgs, c.opts.MaxRecordBytes)
 	wctx, cancel := c.workContext(ctx)
 	defer cancel()
-	if err := c.retry(wctx, "dead-letter", func(ctx context.Context) error { return c.deadLetter(ctx, bad) }); err != nil {
-		return err
-	}
-	dead := time.Now()
+	var (
+		dlqErr  = make(chan error, 1)
+		dlqTook time.Duration
+	)
+	go func() {
+		err := c.retry(wctx, "dead-letter", func(ctx context.Context) error { return c.deadLetter(ctx, bad) })
+		dlqTook = time.Since(start)
+		dlqErr <- err
+	}()
 	var res apply.Result
-	if err := c.retry(wctx, "apply", func(wctx context.Context) error {
+	err := c.retry(wctx, "apply", func(wctx context.Context) error {
 		for {
 			var err error
 			c.pause.applying.Lock()
@@ -118,7 +125,12 @@ func (c *Consumer) process(ctx context.Context, msgs []kafka.Message, cm *commit
 				return err
 			}
 		}
-	}); err != nil {
+	})
+	applyTook := time.Since(start)
+	if derr := <-dlqErr; err == nil {
+		err = derr
+	}
+	if err != nil {
 		if errors.Is(err, errShutdown) {
 			c.log.Warn("stopping with a batch not applied: it stays uncommitted")
 			return nil
@@ -129,7 +141,7 @@ func (c *Consumer) process(ctx context.Context, msgs []kafka.Message, cm *commit
 	took := time.Since(start)
 	if took > slowBatch {
 		c.log.Warn("slow batch", zap.Int("records", len(msgs)), zap.Int("poison", len(bad)), zap.Duration("took", took),
-			zap.Duration("dead_letter", dead.Sub(start)), zap.Duration("apply", time.Since(dead)))
+			zap.Duration("dead_letter", dlqTook), zap.Duration("apply", applyTook))
 	}
 	c.metrics.BatchDuration.Observe(took.Seconds())
 	c.metrics.BatchEvents.Observe(float64(len(msgs)))
