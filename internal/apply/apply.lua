@@ -256,7 +256,8 @@ while i <= #ARGV do
   if kind == '3' then -- ZAddMax writes of one set: key, profile, n, then n x (member, score)
     local b = 4 * tonumber(ARGV[i + 2]) - 3
     local keep, ret, ttl, guard = prof[b], prof[b + 1], prof[b + 2], prof[b + 3]
-    -- gv: the guard's value (-1: none), read once per call and kept up to date by SetMax
+    -- gv: the guard's value (-1: none), read from Redis once per call (guards) and
+    -- raised there by SetMax, a barrier that ends this entry
     local gv = -1
     if guard ~= '' then
       guards = guards or {}

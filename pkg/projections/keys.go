@@ -1,5 +1,7 @@
 package projections
 
+import "strings"
+
 // Keys builds the Redis key names of SPEC section 4. Prefix (redis.key_prefix)
 // goes in front of every key, never inside the hash-tag braces.
 type Keys struct {
@@ -36,6 +38,46 @@ func (k Keys) HistoryRegistry(user string) string { return k.User("px:hk", user)
 // UserStat is `st:{u:<user>}:<stat>:<bucket>`.
 func (k Keys) UserStat(user, stat, bucket string) string {
 	return k.Prefix + "st:{u:" + user + "}:" + stat + ":" + bucket
+}
+
+// UserStats returns UserStat(user, stat, buckets[g]) for each granularity g
+// that is on (the others are empty), built in one allocation whose memory
+// the keys share: a view's four counter keys were four allocations, a
+// quarter of its planning time.
+func (k Keys) UserStats(user, stat string, buckets [4]string, on [4]bool) [4]string {
+	parts := [...]string{k.Prefix, "st:{u:", user, "}:", stat, ":"}
+	head := 0
+	for _, part := range parts {
+		head += len(part)
+	}
+	n := 0
+	for g, bucket := range buckets {
+		if on[g] {
+			n += head + len(bucket)
+		}
+	}
+	var sb strings.Builder
+	sb.Grow(n)
+	var ends [4]int
+	for g, bucket := range buckets {
+		if on[g] {
+			for _, part := range parts {
+				sb.WriteString(part)
+			}
+			sb.WriteString(bucket)
+		}
+		ends[g] = sb.Len()
+	}
+	all := sb.String()
+	var keys [4]string
+	start := 0
+	for g := range buckets {
+		if on[g] {
+			keys[g] = all[start:ends[g]]
+		}
+		start = ends[g]
+	}
+	return keys
 }
 
 // GlobalStat is `st:{g}:<stat>:<bucket>`.

@@ -1,10 +1,6 @@
 package projections
 
-import (
-	"strings"
-
-	"projector/pkg/events"
-)
+import "projector/pkg/events"
 
 // stats maintains the `st:` counters per user and overall, one key per granularity.
 type stats struct {
@@ -72,79 +68,26 @@ func (p stats) count(in *Input, stat int, delta int64, global bool, out []Write)
 		return out
 	}
 	b := &in.Buckets
-	var keys [4]string // by granularity: year, month, day, hour
-	if global {
-		on := [4]bool{p.year, p.month, p.day, p.hour}
-		for gran, bucket := range [4]string{b.Year, b.Month, b.Day, b.Hour} {
-			if !on[gran] {
-				continue
-			}
-			if in.global != nil {
-				keys[gran] = in.global.stats[stat][gran]
-			} else {
-				keys[gran] = p.keys.GlobalStat(statNames[stat], bucket)
-			}
-		}
-	} else {
-		keys = p.userKeys(in, stat)
-	}
-	if p.year {
-		out = p.add(in, keys[0], 0, delta, global, out)
-	}
-	if p.month {
-		out = p.add(in, keys[1], 0, delta, global, out)
-	}
-	if p.day {
-		out = p.add(in, keys[2], b.DayEnd+ms(p.cfg.DayTTL), delta, global, out)
-	}
-	if p.hour {
-		out = p.add(in, keys[3], b.HourEnd+ms(p.cfg.HourTTL), delta, global, out)
-	}
-	return out
-}
-
-// userKeys returns the user's counter keys of one stat for the configured
-// granularities (the others are empty), built in one allocation whose
-// memory they share: a view's four keys were four allocations, a quarter of
-// its planning time.
-func (p stats) userKeys(in *Input, stat int) [4]string {
-	b := &in.Buckets
 	buckets := [4]string{b.Year, b.Month, b.Day, b.Hour}
 	on := [4]bool{p.year, p.month, p.day, p.hour}
 	var keys [4]string
-	head := len(p.keys.Prefix) + len("st:{u:") + len(in.Event.UserID) + len("}:") + len(statNames[stat]) + len(":")
-	n := 0
-	for gran := range buckets {
-		if on[gran] {
-			n += head + len(buckets[gran])
-		}
-	}
-	var sb strings.Builder
-	sb.Grow(n)
-	var ends [4]int
-	for gran, bucket := range buckets {
-		if on[gran] {
-			for _, part := range [...]string{p.keys.Prefix, "st:{u:", in.Event.UserID, "}:", statNames[stat], ":", bucket} {
-				sb.WriteString(part)
+	switch {
+	case !global:
+		keys = p.keys.UserStats(in.Event.UserID, statNames[stat], buckets, on)
+	case in.global != nil:
+		keys = in.global.stats[stat]
+	default:
+		for gran, bucket := range buckets {
+			if on[gran] {
+				keys[gran] = p.keys.GlobalStat(statNames[stat], bucket)
 			}
 		}
-		ends[gran] = sb.Len()
 	}
-	all := sb.String()
-	start := 0
-	for gran := range buckets {
-		if on[gran] {
-			keys[gran] = all[start:ends[gran]]
+	expireAt := [4]int64{0, 0, b.DayEnd + ms(p.cfg.DayTTL), b.HourEnd + ms(p.cfg.HourTTL)}
+	for gran := range keys {
+		if on[gran] && in.alive(expireAt[gran]) {
+			out = append(out, Write{Kind: IncrBy, Global: global, Key: keys[gran], Delta: delta, ExpireAt: expireAt[gran]})
 		}
-		start = ends[gran]
 	}
-	return keys
-}
-
-// add writes one counter unless its key would already have expired.
-func (p stats) add(in *Input, key string, expireAt, delta int64, global bool, out []Write) []Write {
-	if !in.alive(expireAt) {
-		return out
-	}
-	return append(out, Write{Kind: IncrBy, Global: global, Key: key, Delta: delta, ExpireAt: expireAt})
+	return out
 }
