@@ -5,6 +5,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -15,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"projector/internal/app"
+	"projector/internal/config"
 	"projector/internal/embedded"
 )
 
@@ -52,6 +55,11 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		err = embedded.Run(ctx, cfg, embedded.Options{Rate: *demoRate, Out: stdout}, log)
 	} else {
 		err = app.Run(ctx, cfg, log, app.Hooks{})
+	}
+	var ke *config.KeyError
+	if errors.As(err, &ke) {
+		fmt.Fprintln(stderr, ke.Error())
+		return 2
 	}
 	if err != nil && ctx.Err() == nil {
 		log.Error("consumer failed", zap.Error(err))

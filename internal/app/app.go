@@ -54,13 +54,14 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 	if err != nil {
 		return fmt.Errorf("build projections: %w", err)
 	}
+	dials := countDials(rdb)
 	applier := apply.New(rdb, planner, apply.Options{Window: cfg.Idempotency.Window, Location: cfg.Location,
-		KeyPrefix: cfg.Redis.KeyPrefix, Now: time.Now})
+		KeyPrefix: cfg.Redis.KeyPrefix, Now: time.Now, GapCheck: true, Evidence: true, Sync: syncOf(cfg.Redis.Wait)})
 	if err := waitRedis(ctx, log, health, func(ctx context.Context) error {
 		if err := applier.LoadScript(ctx); err != nil {
 			return err
 		}
-		return nil
+		return checkWait(ctx, rdb, cfg.Redis.Wait, log)
 	}); err != nil {
 		return err
 	}
@@ -75,6 +76,7 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 	c := consumer.New(consumer.Options{
 		Brokers: cfg.Kafka.Brokers, Kafka: kc, GroupID: cfg.Kafka.GroupID, Topics: cfg.Kafka.Topics, DLQTopic: cfg.Kafka.DLQTopic,
 		MaxRecordBytes: cfg.Kafka.MaxRecordBytes, MaxEvents: cfg.Batch.MaxEvents, MaxWait: cfg.Batch.MaxWait,
+		Window: cfg.Idempotency.Window, Reconnects: dials.Load,
 		MetaKey: projections.Keys{Prefix: cfg.Redis.KeyPrefix}.Meta(),
 		Publish: func(ctx context.Context, ack string) error {
 			return fingerprint.Publish(ctx, rdb, cfg.Redis.KeyPrefix, processName(), fingerprint.Of(cfg), ack)

@@ -49,6 +49,19 @@ type RedisConfig struct {
 	Password     string    `mapstructure:"password"`
 	PasswordFile string    `mapstructure:"password_file"`
 	TLS          TLSConfig `mapstructure:"tls"`
+	// Wait is what a batch waits for before its offsets are committed.
+	Wait WaitConfig `mapstructure:"wait"`
+}
+
+// WaitConfig holds the `redis.wait.` keys: a batch's offsets are committed
+// only after its writes reached Replicas replicas (WAIT) and, with AOF, were
+// fsynced to the append-only file of the master and of those replicas
+// (WAITAOF, Redis 7.2+ and Valkey), on every master. A wait that times out
+// is retried; the consumer is not ready meanwhile.
+type WaitConfig struct {
+	Replicas int           `mapstructure:"replicas"`
+	AOF      bool          `mapstructure:"aof"`
+	Timeout  time.Duration `mapstructure:"timeout"`
 }
 
 // IdempotencyConfig holds the `idempotency.` keys.
@@ -86,7 +99,7 @@ func Defaults() Config {
 			DLQTopic:       "shop.dlq",
 			MaxRecordBytes: 1 << 20,
 		},
-		Redis:       RedisConfig{Mode: "standalone"},
+		Redis:       RedisConfig{Mode: "standalone", Wait: WaitConfig{Timeout: time.Second}},
 		TimeZone:    "UTC",
 		Idempotency: IdempotencyConfig{Window: 24 * time.Hour},
 		Batch:       BatchConfig{MaxEvents: 20000, MaxWait: 5 * time.Millisecond},

@@ -30,7 +30,7 @@ func patterns(prefix string, names []string) []string {
 
 // bookkeeping are the px: keys that exactly-once relies on (not the lease or meta).
 func bookkeeping(prefix string) []string {
-	return []string{prefix + "px:seen:*", prefix + "px:wm:*", prefix + "px:dlq:*"}
+	return []string{prefix + "px:seen:*", prefix + "px:wm:*", prefix + "px:nwm:*", prefix + "px:dlq:*"}
 }
 
 // wipe deletes every key matching the patterns, on every master (SCAN + UNLINK).

@@ -111,5 +111,10 @@ func (k Keys) Seen(user, day string) string { return k.Prefix + "px:seen:{u:" + 
 // effects are applied.
 func (k Keys) Watermarks() string { return k.Global("px:wm") }
 
+// NodeWatermarks is `px:nwm:{<tag>}`, the hash of per-partition offsets
+// whose writes on one Redis Cluster master are complete: tag is chosen so
+// that the key lives on that master ("g" on a standalone server).
+func (k Keys) NodeWatermarks(tag string) string { return k.Prefix + "px:nwm:{" + tag + "}" }
+
 // Meta is `px:meta:{g}`, the hash recording that projections exist.
 func (k Keys) Meta() string { return k.Global("px:meta") }
