@@ -13,8 +13,9 @@ import (
 )
 
 // outsideRef matches a reference to the contract's source outside the
-// repository (the specification file of the shared folder), which a user
-// who clones the project does not have; docs/contract.md replaces it.
+// repository (the specification file beside the project's checkout, by its
+// name or its folder), which a user who clones the project does not have;
+// docs/contract.md is the contract.
 var outsideRef = regexp.MustCompile(`\bSPE[C]\b|shared folder|\.\./shared/`)
 
 // contractRef matches "docs/contract.md section 4" and "docs/contract.md
@@ -96,7 +97,7 @@ func joined(lines []textLine) string {
 }
 
 // TestNoReferenceOutsideRepository: no Go comment and no document points to
-// the specification in the shared folder; they point to docs/contract.md.
+// the specification outside the repository; they point to docs/contract.md.
 func TestNoReferenceOutsideRepository(t *testing.T) {
 	for file, lines := range linesToCheck(t) {
 		for _, l := range lines {
