@@ -2,7 +2,7 @@ package projections
 
 import "strings"
 
-// Keys builds the Redis key names of SPEC section 4. Prefix (redis.key_prefix)
+// Keys builds the Redis key names of docs/contract.md section 4. Prefix (redis.key_prefix)
 // goes in front of every key, never inside the hash-tag braces.
 type Keys struct {
 	Prefix string
