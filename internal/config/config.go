@@ -1,4 +1,4 @@
-// Package config loads and validates projector's configuration (SPEC sections 7
+// Package config loads and validates projector's configuration (docs/contract.md sections 7
 // and 8) with viper: defaults, then an optional YAML file, then PROJECTOR_*
 // environment variables, then flags.
 package config
@@ -87,7 +87,7 @@ type LogConfig struct {
 }
 
 // Defaults returns the configuration used when no source sets anything
-// (SPEC section 8): embedded mode (no brokers, no Redis addresses), time zone
+// (docs/contract.md section 8): embedded mode (no brokers, no Redis addresses), time zone
 // UTC and every projection on with projections.Defaults().
 // batch.max_events (20000) and batch.max_wait (5ms) are this
 // implementation's choice.

@@ -23,7 +23,7 @@ func TestDefaults(t *testing.T) {
 	if !reflect.DeepEqual(c, Defaults()) {
 		t.Fatalf("no sources:\n got %+v\nwant %+v", c, Defaults())
 	}
-	// The SPEC values, independently of Defaults().
+	// The contract's values, independently of Defaults().
 	tests := []struct {
 		key  string
 		want any

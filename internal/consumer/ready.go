@@ -29,7 +29,7 @@ type Meta interface {
 // errShutdown ends a wait for readiness because the consumer is stopping.
 var errShutdown = errors.New("shutting down while projections are not ready")
 
-// readiness tracks whether Redis holds usable projections (SPEC section 6).
+// readiness tracks whether Redis holds usable projections (docs/contract.md section 6).
 type readiness struct {
 	check sync.Mutex // serializes checkMeta, so the last report is the latest read
 	mu    sync.Mutex

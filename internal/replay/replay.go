@@ -1,5 +1,5 @@
 // Package replay rebuilds projections from the canonical event log in Kafka
-// after Redis lost data (SPEC section 6), with the consumer's own planner and
+// after Redis lost data (docs/contract.md section 6), with the consumer's own planner and
 // applier, and hands over to the consumers through the watermarks it leaves.
 package replay
 

@@ -7,7 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// patterns returns the key patterns of the named projections (SPEC section 4).
+// patterns returns the key patterns of the named projections (docs/contract.md section 4).
 func patterns(prefix string, names []string) []string {
 	byName := map[string][]string{
 		"last_viewed":   {"lv:*"},
