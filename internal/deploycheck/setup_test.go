@@ -2,6 +2,7 @@ package deploycheck
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -10,7 +11,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // setupScript is the set-up script behind make setup.
@@ -195,20 +198,34 @@ func copyRepoFiles(t *testing.T, dst string) {
 	}
 }
 
+// setupBound bounds one make setup run, so a stalled download fails the
+// test with the output so far instead of hanging it.
+const setupBound = 5 * time.Minute
+
 // makeSetup runs make setup in dir with the test environment of dir itself.
 func makeSetup(t *testing.T, dir string) string {
 	t.Helper()
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Fatalf("make not found on PATH: %v", err)
 	}
-	cmd := exec.Command("make", "setup")
+	ctx, cancel := context.WithTimeout(context.Background(), setupBound)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "make", "setup")
 	cmd.Dir = dir
+	// make, the script and its downloads form one process group, killed
+	// together when the bound passes.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "PROJECTOR_TESTENV_DIR=") && !strings.HasPrefix(kv, "PROJECTOR_VALKEY_SERVER=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
 	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("make setup in %s: killed after %s; output so far:\n%s", dir, setupBound, out)
+	}
 	if err != nil {
 		t.Fatalf("make setup in %s: %v\n%s", dir, err, out)
 	}
