@@ -27,9 +27,9 @@ import (
 // records applied and committed, kill -9, start again) twice in one run,
 // with a real Apache Kafka broker.
 func TestRollbackRDB(t *testing.T) {
-	for _, fl := range testredis.Flavors {
-		t.Run(fl, func(t *testing.T) {
-			srv := testredis.StartStandalone(t, testredis.Flavor(fl))
+	for _, fl := range testredis.Flavors() {
+		t.Run(string(fl), func(t *testing.T) {
+			srv := testredis.StartStandalone(t, testredis.WithFlavor(fl))
 			runRollback(t, rollbackCase{realKafka: true, rounds: 2, addrs: []string{srv.Addr()}, rdb: srv.Client(),
 				before: func(t *testing.T) { must(t, srv.Client().Save(context.Background()).Err()) },
 				incident: func(t *testing.T) []string {
@@ -45,9 +45,9 @@ func TestRollbackRDB(t *testing.T) {
 // AOF cut back to the size it had before the last records were applied,
 // in the middle of a command; aof-load-truncated yes loads what is left).
 func TestRollbackAOFTail(t *testing.T) {
-	for _, fl := range testredis.Flavors {
-		t.Run(fl, func(t *testing.T) {
-			srv := testredis.StartStandalone(t, testredis.Flavor(fl), testredis.WithAOF(), testredis.WithArgs("--aof-load-truncated", "yes"))
+	for _, fl := range testredis.Flavors() {
+		t.Run(string(fl), func(t *testing.T) {
+			srv := testredis.StartStandalone(t, testredis.WithFlavor(fl), testredis.WithAOF(), testredis.WithArgs("--aof-load-truncated", "yes"))
 			var file string
 			var size int64
 			runRollback(t, rollbackCase{rounds: 1, addrs: []string{srv.Addr()}, rdb: srv.Client(),
@@ -77,10 +77,10 @@ func TestRollbackAOFTail(t *testing.T) {
 // failover by restarting the consumers with the new address, or by a
 // DNS name or proxy that follows the master).
 func TestRollbackReplicaFailover(t *testing.T) {
-	for _, fl := range testredis.Flavors {
-		t.Run(fl, func(t *testing.T) {
-			master := testredis.StartStandalone(t, testredis.Flavor(fl))
-			replica := testredis.StartStandalone(t, testredis.Flavor(fl))
+	for _, fl := range testredis.Flavors() {
+		t.Run(string(fl), func(t *testing.T) {
+			master := testredis.StartStandalone(t, testredis.WithFlavor(fl))
+			replica := testredis.StartStandalone(t, testredis.WithFlavor(fl))
 			ctx := context.Background()
 			host, port, _ := strings.Cut(master.Addr(), ":")
 			must(t, replica.Client().ReplicaOf(ctx, host, port).Err())
@@ -106,9 +106,9 @@ func TestRollbackReplicaFailover(t *testing.T) {
 // the one holding the global keys) restarts from an older RDB snapshot
 // while the two others keep their state.
 func TestRollbackClusterMaster(t *testing.T) {
-	for _, fl := range testredis.Flavors {
-		t.Run(fl, func(t *testing.T) {
-			c := testredis.StartCluster(t, 3, testredis.Flavor(fl))
+	for _, fl := range testredis.Flavors() {
+		t.Run(string(fl), func(t *testing.T) {
+			c := testredis.StartCluster(t, 3, testredis.WithFlavor(fl))
 			ctx := context.Background()
 			g, err := c.Client().MasterForKey(ctx, "px:wm:{g}")
 			must(t, err)
