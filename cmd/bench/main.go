@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -38,7 +39,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Load.Products, "products", 2_000, "distinct products")
 	fs.DurationVar(&cfg.Load.Span, "span", time.Hour, "event times spread over this span before now")
 	fs.IntVar(&cfg.Partitions, "partitions", 4, "partitions per topic")
-	fs.IntVar(&cfg.ClusterMasters, "cluster", 0, "run a Redis Cluster with this many masters (0: standalone)")
+	fs.IntVar(&cfg.Redis.Masters, "cluster", 0, "run a Redis Cluster with this many masters (0: standalone)")
+	fs.IntVar(&cfg.Redis.Replicas, "replicas", 0, "replicas of the standalone server (REPLICAOF, synced before the run)")
+	server := fs.String("server", "redis", "server of the measured deployment: redis (redis-server on PATH), valkey (the test environment's valkey-server) or a path")
+	fs.StringVar(&cfg.Redis.AOF, "aof", "", "append-only file on every server with this appendfsync: everysec or always (empty: off)")
 	batch := fs.Int("batch", 0, "consumer batch.max_events (0: the consumer's default)")
 	redisArgs := fs.String("redis-args", "", "extra redis-server arguments, space-separated (e.g. '--hash-max-listpack-entries 16')")
 	replayBatch := fs.Int("replay-batch", 0, "the replayer's --batch (0: its default)")
@@ -58,6 +62,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench: -events, -users, -partitions must be at least 1 and -products at least 2")
 		return 2
 	}
+	if err := checkRedis(cfg.Redis); err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 2
+	}
+	var err error
+	if cfg.Redis.Server, err = bench.ServerBinary(*server, cfg.Repo); err != nil {
+		fmt.Fprintln(stderr, "bench: -server:", err)
+		return 2
+	}
 	if cfg.Dir == "" {
 		d, err := os.MkdirTemp("", "projector-bench-")
 		if err != nil {
@@ -72,7 +85,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *batch > 0 {
 		cfg.ConsumerEnv = append(cfg.ConsumerEnv, fmt.Sprintf("PROJECTOR_BATCH_MAX_EVENTS=%d", *batch))
 	}
-	cfg.RedisArgs = strings.Fields(*redisArgs)
+	cfg.Redis.Args = strings.Fields(*redisArgs)
 	if *replayBatch > 0 {
 		cfg.ReplayArgs = []string{fmt.Sprintf("--batch=%d", *replayBatch)}
 	}
@@ -95,6 +108,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	printCommands(stdout, res.Consumer)
 	fmt.Fprintln(stdout, res.Line())
 	return 0
+}
+
+// checkRedis rejects flag values of the measured deployment that cannot run,
+// naming the flag.
+func checkRedis(o bench.RedisOptions) error {
+	switch {
+	case o.Masters < 0:
+		return errors.New("-cluster must not be negative")
+	case o.Replicas < 0:
+		return errors.New("-replicas must not be negative")
+	case o.Replicas > 0 && o.Masters > 0:
+		return errors.New("-replicas works with a standalone server only (not with -cluster)")
+	case o.AOF != "" && o.AOF != "everysec" && o.AOF != "always":
+		return fmt.Errorf("-aof %q: want everysec or always", o.AOF)
+	}
+	return nil
 }
 
 // printCommands prints the consumer's Redis commands per event, busiest first.

@@ -55,7 +55,7 @@ func TestInfoFields(t *testing.T) {
 // figures are measured (positive, below a millisecond) and the key it used is gone.
 func TestCalibrate(t *testing.T) {
 	ctx := context.Background()
-	r, err := StartRedis(ctx, t.TempDir(), 0)
+	r, err := StartRedis(ctx, t.TempDir(), RedisOptions{})
 	defer r.Stop()
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,8 @@ type Throughput struct {
 	RedisCPU, ConsumerCPU float64
 	// KafkaCPU is the broker's (the JVM's) microseconds of CPU per event.
 	KafkaCPU float64
+	// ReplicaCPU is the replicas' microseconds of CPU per event (0 without replicas).
+	ReplicaCPU float64
 	// Commands are the Redis commandstats over the consumer's whole run of
 	// Total events (the loaded log).
 	Commands map[string]CommandStat
@@ -39,6 +41,7 @@ type sample struct {
 	at                     time.Time
 	events                 float64
 	redis, consumer, kafka float64
+	replicas               float64
 }
 
 func (e *env) sample(ctx context.Context, c *Proc) (sample, error) {
@@ -51,6 +54,9 @@ func (e *env) sample(ctx context.Context, c *Proc) (sample, error) {
 		return s, err
 	}
 	if s.kafka, err = e.kafka.CPUSeconds(); err != nil {
+		return s, err
+	}
+	if s.replicas, err = e.redis.ReplicaCPUSeconds(ctx); err != nil {
 		return s, err
 	}
 	s.consumer, err = c.CPUSeconds()
@@ -114,14 +120,15 @@ func (e *env) runConsumer(ctx context.Context, p *kgo.Client) (Throughput, Laten
 	th.RedisCPU = 1e6 * (last.redis - first.redis) / float64(th.Events)
 	th.ConsumerCPU = 1e6 * (last.consumer - first.consumer) / float64(th.Events)
 	th.KafkaCPU = 1e6 * (last.kafka - first.kafka) / float64(th.Events)
+	th.ReplicaCPU = 1e6 * (last.replicas - first.replicas) / float64(th.Events)
 	if th.ScriptCalls, err = c.Metric(ctx, "projector_script_calls_total", ""); err != nil {
 		return th, nil, err
 	}
 	if th.Commands, err = e.redis.CommandStats(ctx); err != nil {
 		return th, nil, err
 	}
-	e.logf("consumer: %d events in %v: %.0f ev/s, redis %.2f us/ev, consumer %.2f us/ev, kafka broker %.2f us/ev",
-		th.Events, th.Elapsed.Round(time.Millisecond), th.Rate, th.RedisCPU, th.ConsumerCPU, th.KafkaCPU)
+	e.logf("consumer: %d events in %v: %.0f ev/s, redis %.2f us/ev, consumer %.2f us/ev, kafka broker %.2f us/ev, replicas %.2f us/ev",
+		th.Events, th.Elapsed.Round(time.Millisecond), th.Rate, th.RedisCPU, th.ConsumerCPU, th.KafkaCPU, th.ReplicaCPU)
 	if err := e.waitLag(ctx); err != nil {
 		return th, nil, err
 	}

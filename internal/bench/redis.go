@@ -6,6 +6,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,43 +18,60 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Redis is a set of redis-server processes: one standalone server, or the
-// masters of a cluster.
+// Redis is a set of redis-server (or valkey-server) processes: one
+// standalone server with its replicas, or the masters of a cluster.
 type Redis struct {
-	Cluster bool
-	addrs   []string
-	procs   []*exec.Cmd
-	client  redis.UniversalClient
+	Cluster  bool
+	addrs    []string // the masters
+	replicas []string
+	procs    []*exec.Cmd
+	client   redis.UniversalClient
 }
 
-// StartRedis starts one standalone redis-server (masters 0) or a cluster of
-// masters nodes on free loopback ports, with files under dir and no persistence.
-func StartRedis(ctx context.Context, dir string, masters int, extra ...string) (*Redis, error) {
-	r := &Redis{Cluster: masters > 0}
-	n := max(masters, 1)
-	for i := range n {
-		port, err := freePort(r.Cluster)
+// RedisOptions says which servers StartRedis starts.
+type RedisOptions struct {
+	// Server is the server executable (empty: redis-server on PATH).
+	Server string
+	// Masters > 0 forms a Redis Cluster of that many masters; 0 starts one
+	// standalone server.
+	Masters int
+	// Replicas of the standalone server (REPLICAOF); StartRedis returns once
+	// each has completed its initial sync.
+	Replicas int
+	// AOF is the appendfsync policy of every server's append-only file
+	// ("everysec", "always"); empty leaves the append-only file off.
+	AOF string
+	// Args are extra server arguments (e.g. --hash-max-listpack-entries 16).
+	Args []string
+}
+
+// StartRedis starts the servers o describes on free loopback ports, with
+// files under dir and no RDB snapshots.
+func StartRedis(ctx context.Context, dir string, o RedisOptions) (*Redis, error) {
+	r := &Redis{Cluster: o.Masters > 0}
+	if r.Cluster && o.Replicas > 0 {
+		return r, errors.New("replicas are supported on a standalone server only")
+	}
+	for i := range max(o.Masters, 1) + o.Replicas {
+		nd := filepath.Join(dir, "redis-"+strconv.Itoa(i))
+		var role []string
+		if r.Cluster {
+			role = []string{"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(nd, "nodes.conf")}
+		} else if i > 0 {
+			host, port, _ := strings.Cut(r.addrs[0], ":")
+			role = []string{"--replicaof", host, port}
+		}
+		addr, err := r.start(nd, o, role)
 		if err != nil {
 			return r, err
 		}
-		nd := filepath.Join(dir, "redis-"+strconv.Itoa(i))
-		if err := os.MkdirAll(nd, 0o755); err != nil {
-			return r, fmt.Errorf("redis dir: %w", err)
+		if r.Cluster || i == 0 {
+			r.addrs = append(r.addrs, addr)
+		} else {
+			r.replicas = append(r.replicas, addr)
 		}
-		args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", nd, "--save", "",
-			"--appendonly", "no", "--protected-mode", "no", "--logfile", filepath.Join(nd, "redis.log")}
-		args = append(args, extra...)
-		if r.Cluster {
-			args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(nd, "nodes.conf"))
-		}
-		cmd := exec.Command("redis-server", args...)
-		if err := cmd.Start(); err != nil {
-			return r, fmt.Errorf("start redis-server (is it installed?): %w", err)
-		}
-		r.procs = append(r.procs, cmd)
-		r.addrs = append(r.addrs, "127.0.0.1:"+strconv.Itoa(port))
 	}
-	for _, a := range r.addrs {
+	for _, a := range append(r.Addrs(), r.replicas...) {
 		if err := waitPing(ctx, a); err != nil {
 			return r, err
 		}
@@ -63,13 +81,42 @@ func StartRedis(ctx context.Context, dir string, masters int, extra ...string) (
 			return r, err
 		}
 		r.client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: r.addrs})
-	} else {
-		r.client = redis.NewClient(&redis.Options{Addr: r.addrs[0]})
+		return r, nil
 	}
-	return r, nil
+	r.client = redis.NewClient(&redis.Options{Addr: r.addrs[0]})
+	return r, r.waitReplicas(ctx)
 }
 
-// Addrs returns the servers' addresses.
+// start runs one server with its files in dir and returns its address.
+func (r *Redis) start(dir string, o RedisOptions, role []string) (string, error) {
+	port, err := freePort(r.Cluster)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("redis dir: %w", err)
+	}
+	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "",
+		"--protected-mode", "no", "--logfile", filepath.Join(dir, "redis.log")}
+	if o.AOF != "" {
+		args = append(args, "--appendonly", "yes", "--appendfsync", o.AOF)
+	} else {
+		args = append(args, "--appendonly", "no")
+	}
+	args = append(append(args, role...), o.Args...)
+	bin := o.Server
+	if bin == "" {
+		bin = "redis-server"
+	}
+	cmd := exec.Command(bin, args...)
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("start %s (is it installed?): %w", bin, err)
+	}
+	r.procs = append(r.procs, cmd)
+	return "127.0.0.1:" + strconv.Itoa(port), nil
+}
+
+// Addrs returns the masters' addresses.
 func (r *Redis) Addrs() []string { return r.addrs }
 
 // Client returns a client for the whole deployment.
@@ -86,9 +133,14 @@ func (r *Redis) Stop() {
 	}
 }
 
-// each runs f on a client of every server.
+// each runs f on a client of every master.
 func (r *Redis) each(ctx context.Context, f func(c *redis.Client) error) error {
-	for _, a := range r.addrs {
+	return eachOf(r.addrs, f)
+}
+
+// eachOf runs f on a client of every server of addrs.
+func eachOf(addrs []string, f func(c *redis.Client) error) error {
+	for _, a := range addrs {
 		c := redis.NewClient(&redis.Options{Addr: a})
 		err := f(c)
 		_ = c.Close()
@@ -109,10 +161,20 @@ func (r *Redis) ResetStats(ctx context.Context) error {
 	return r.each(ctx, func(c *redis.Client) error { return c.ConfigResetStat(ctx).Err() })
 }
 
-// CPUSeconds sums used_cpu_sys and used_cpu_user (INFO cpu) over the servers.
+// CPUSeconds sums used_cpu_sys and used_cpu_user (INFO cpu) over the masters.
 func (r *Redis) CPUSeconds(ctx context.Context) (float64, error) {
+	return cpuSeconds(ctx, r.addrs)
+}
+
+// ReplicaCPUSeconds sums used_cpu_sys and used_cpu_user over the replicas.
+func (r *Redis) ReplicaCPUSeconds(ctx context.Context) (float64, error) {
+	return cpuSeconds(ctx, r.replicas)
+}
+
+// cpuSeconds sums used_cpu_sys and used_cpu_user over the servers of addrs.
+func cpuSeconds(ctx context.Context, addrs []string) (float64, error) {
 	var total float64
-	err := r.each(ctx, func(c *redis.Client) error {
+	err := eachOf(addrs, func(c *redis.Client) error {
 		f, err := infoOf(ctx, c, "cpu")
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -21,8 +22,9 @@ type Config struct {
 	Load LoadConfig
 	// Partitions per topic.
 	Partitions int
-	// ClusterMasters > 0 runs a Redis Cluster of that many masters.
-	ClusterMasters int
+	// Redis is the servers the consumer writes to (standalone or cluster,
+	// server binary, replicas, append-only file).
+	Redis RedisOptions
 	// ConsumerEnv are extra PROJECTOR_* settings of the consumer and replayer
 	// (batch size, projections switched off).
 	ConsumerEnv []string
@@ -32,8 +34,6 @@ type Config struct {
 	Latency LatencyConfig
 	// SkipReplay leaves out the replay phase.
 	SkipReplay bool
-	// RedisArgs are extra redis-server arguments (e.g. --hash-max-listpack-entries 16).
-	RedisArgs []string
 	// ReplayArgs are extra command-line arguments of the replayer (e.g. --batch).
 	ReplayArgs []string
 	// ProfileSeconds > 0 takes a CPU profile of the consumer for that long
@@ -73,8 +73,12 @@ func (r Result) Line() string {
 
 // env is a run's servers and binaries.
 type env struct {
-	cfg      Config
-	redis    *Redis
+	cfg   Config
+	redis *Redis
+	// calib is a plain redis-server (standalone, no persistence, no
+	// replicas) that only the calibration uses, so that the calibration
+	// lines of runs of every configuration compare.
+	calib    *Redis
 	kafka    *Kafka
 	consumer string
 	replayer string
@@ -100,9 +104,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if e.replayer, err = Build(ctx, cfg.Repo, "./cmd/replayer", cfg.Dir); err != nil {
 		return res, err
 	}
-	e.logf("starting redis-server (cluster masters: %d) and Apache Kafka", cfg.ClusterMasters)
-	e.redis, err = StartRedis(ctx, filepath.Join(cfg.Dir, "redis"), cfg.ClusterMasters, cfg.RedisArgs...)
+	ro := cfg.Redis
+	e.logf("starting %s (cluster masters: %d, replicas: %d, appendfsync: %q), a redis-server for the calibration, and Apache Kafka",
+		cmp.Or(ro.Server, "redis-server"), ro.Masters, ro.Replicas, ro.AOF)
+	e.redis, err = StartRedis(ctx, filepath.Join(cfg.Dir, "redis"), ro)
 	defer e.redis.Stop()
+	if err != nil {
+		return res, err
+	}
+	e.calib, err = StartRedis(ctx, filepath.Join(cfg.Dir, "calibration"), RedisOptions{})
+	defer e.calib.Stop()
 	if err != nil {
 		return res, err
 	}
@@ -118,7 +129,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	defer p.Close()
-	if res.Machine[0], err = Calibrate(ctx, e.redis); err != nil {
+	if res.Machine[0], err = Calibrate(ctx, e.calib); err != nil {
 		return res, err
 	}
 	e.logf("%v (start)", res.Machine[0])
@@ -141,7 +152,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return res, err
 		}
 	}
-	if res.Machine[1], err = Calibrate(ctx, e.redis); err != nil {
+	if res.Machine[1], err = Calibrate(ctx, e.calib); err != nil {
 		return res, err
 	}
 	e.logf("%v (end)", res.Machine[1])
