@@ -5,12 +5,14 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -71,7 +73,7 @@ func StartRedis(ctx context.Context, dir string, o RedisOptions) (*Redis, error)
 			r.replicas = append(r.replicas, addr)
 		}
 	}
-	for _, a := range append(r.Addrs(), r.replicas...) {
+	for _, a := range slices.Concat(r.addrs, r.replicas) {
 		if err := waitPing(ctx, a); err != nil {
 			return r, err
 		}
@@ -104,10 +106,7 @@ func (r *Redis) start(dir string, o RedisOptions, role []string) (string, error)
 		args = append(args, "--appendonly", "no")
 	}
 	args = append(append(args, role...), o.Args...)
-	bin := o.Server
-	if bin == "" {
-		bin = "redis-server"
-	}
+	bin := cmp.Or(o.Server, "redis-server")
 	cmd := exec.Command(bin, args...)
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("start %s (is it installed?): %w", bin, err)

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,7 +40,7 @@ func TestStartRedisReplicaAndAOF(t *testing.T) {
 			if n, err := r.Client().Do(ctx, "WAIT", 1, 5000).Int(); err != nil || n != 1 {
 				t.Fatalf("WAIT 1 = %d, %v; want 1", n, err)
 			}
-			err = eachOf(append(r.Addrs(), r.replicas...), func(c *redis.Client) error {
+			err = eachOf(slices.Concat(r.Addrs(), r.replicas), func(c *redis.Client) error {
 				cfg := c.ConfigGet(ctx, "append*").Val()
 				if cfg["appendonly"] != "yes" || cfg["appendfsync"] != "always" {
 					t.Errorf("%s: appendonly=%q appendfsync=%q, want yes and always", c.Options().Addr, cfg["appendonly"], cfg["appendfsync"])
