@@ -119,3 +119,30 @@ func topicReady(ctx context.Context, addr, name string, partitions, inSync int) 
 	}
 	return nil
 }
+
+// addPartitions raises a topic's partition count through the running
+// members of brokers and waits for the new partitions' metadata.
+func addPartitions(brokers []*Broker, name string, total int) error {
+	addrs := runningAddrs(brokers)
+	if len(addrs) == 0 {
+		return fmt.Errorf("add partitions to %q: no broker is running", name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), topicTimeout)
+	defer cancel()
+	transport := &kafka.Transport{DialTimeout: 5 * time.Second}
+	defer transport.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(addrs...), Timeout: 10 * time.Second, Transport: transport}
+	resp, err := client.CreatePartitions(ctx, &kafka.CreatePartitionsRequest{
+		Topics: []kafka.TopicPartitionsConfig{{Name: name, Count: int32(total)}},
+	})
+	if err != nil {
+		return fmt.Errorf("add partitions to %q (%d in all) via %v: %w", name, total, addrs, err)
+	}
+	if err := resp.Errors[name]; err != nil {
+		return fmt.Errorf("add partitions to %q (%d in all) via %v: %w", name, total, addrs, err)
+	}
+	if err := waitTopic(ctx, addrs, name, total, 0); err != nil {
+		return fmt.Errorf("partitions of %q added but not ready after %s: %w", name, topicTimeout, err)
+	}
+	return nil
+}
