@@ -85,7 +85,7 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 		MetaInfo: map[string]string{"group": cfg.Kafka.GroupID, "time_zone": cfg.TimeZone,
 			"projections": strings.Join(planner.Enabled(), ",")},
 	}, applier, applier, apply.NewDLQMarks(rdb, cfg.Redis.KeyPrefix), m, health, log.Named("consumer"))
-	go consumer.MonitorLag(ctx, kc, cfg.Kafka.GroupID, cfg.Kafka.Topics, m, log.Named("lag"))
+	go consumer.MonitorLag(ctx, kc, cfg.Kafka.GroupID, c.Topics, m, log.Named("lag"))
 	err = c.Run(ctx)
 	health.SetReady(false, "stopping")
 	return err
