@@ -197,15 +197,15 @@ func (w *topicWatch) update(m topicMeta) {
 			w.log.Info("every configured Kafka topic exists", zap.Strings("topics", w.topics))
 		}
 	}
-	if first {
-		return
+	if !first {
+		appeared, grown, vanished := partitionChanges(old.Partitions, m.Partitions)
+		if len(appeared)+len(grown)+len(vanished) == 0 {
+			return
+		}
+		w.log.Info("Kafka topics changed: rejoining the consumer group with them", zap.Strings("appeared", appeared),
+			zap.Strings("partitions_added", grown), zap.Strings("vanished", vanished))
 	}
-	appeared, grown, vanished := partitionChanges(old.Partitions, m.Partitions)
-	if len(appeared)+len(grown)+len(vanished) == 0 {
-		return
-	}
-	w.log.Info("Kafka topics changed: rejoining the consumer group with them", zap.Strings("appeared", appeared),
-		zap.Strings("partitions_added", grown), zap.Strings("vanished", vanished))
+	// The first reading wakes the waiters too: Run may wait for it already.
 	close(w.changed)
 	w.changed = make(chan struct{})
 }
@@ -226,9 +226,7 @@ func (w *topicWatch) ordered(m map[string]string) []string {
 // returns false when ctx ends first.
 func (w *topicWatch) next(ctx context.Context, old map[string]int) (map[string]int, bool) {
 	for {
-		w.mu.Lock()
-		cur, changed := w.cur, w.changed
-		w.mu.Unlock()
+		cur, changed := w.state()
 		if cur != nil && !maps.Equal(cur.Partitions, old) {
 			return cur.Partitions, true
 		}
@@ -238,6 +236,14 @@ func (w *topicWatch) next(ctx context.Context, old map[string]int) (map[string]i
 		case <-changed:
 		}
 	}
+}
+
+// state returns the latest reading (nil before the first) and a channel
+// closed when the next reading that wakes waiters is taken.
+func (w *topicWatch) state() (*topicMeta, <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cur, w.changed
 }
 
 // existing returns the configured topics that exist, in order; nil before

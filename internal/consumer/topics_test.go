@@ -148,3 +148,28 @@ func TestTopicWatchReportsChanges(t *testing.T) {
 		t.Fatalf("%d lines for the same failed reading twice, want 1", n)
 	}
 }
+
+// TestTopicWatchFirstReadingWakes: a session that waits before the first
+// reading starts once it comes, also when every topic exists from the start
+// (nothing changes after the first reading).
+func TestTopicWatchFirstReadingWakes(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	w := newTopicWatch([]string{"views", "clicks"}, obs.NewHealth(nil), zap.New(core))
+	cur, wake := w.state() // what next waits on before the first reading
+	if cur != nil {
+		t.Fatalf("a reading %v before the first update", cur)
+	}
+	all := map[string]int{"views": 4, "clicks": 4}
+	w.update(topicMeta{Partitions: all, Missing: map[string]string{}})
+	select {
+	case <-wake:
+	default:
+		t.Fatal("the first reading did not wake the waiters")
+	}
+	if got, ok := w.next(context.Background(), nil); !ok || !maps.Equal(got, all) {
+		t.Fatalf("next(nil) = %v %v, want %v", got, ok, all)
+	}
+	if n := logs.Len(); n != 0 {
+		t.Fatalf("%d log lines for a first reading with every topic present, want none: %v", n, logs.All())
+	}
+}
