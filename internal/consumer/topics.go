@@ -176,7 +176,8 @@ func (w *topicWatch) failed(err error) {
 // update takes a new reading: it logs a warning when the set of missing
 // topics changes (once per change, not per reading), holds the readiness
 // condition while topics are missing, logs partition changes, and wakes
-// the waiters of next when the consumable topics changed.
+// the waiters of next on the first reading and whenever the consumable
+// topics change.
 func (w *topicWatch) update(m topicMeta) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
