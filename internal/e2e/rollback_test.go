@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -130,6 +131,43 @@ func TestRollbackClusterMaster(t *testing.T) {
 	}
 }
 
+// TestRollbackBeyondWindow: Redis goes back further than idempotency.window
+// (2 s here): the consumers refuse to repair it (status rolled_back, not
+// ready, one line pointing to the replayer), a replayer run rebuilds
+// everything, and they resume by themselves. Events lie within today, so
+// their markers outlive the short window and the model's dedupe holds.
+func TestRollbackBeyondWindow(t *testing.T) {
+	srv := testredis.StartStandalone(t)
+	runRollback(t, rollbackCase{rounds: 1, addrs: []string{srv.Addr()}, rdb: srv.Client(), today: true,
+		env: []string{"PROJECTOR_IDEMPOTENCY_WINDOW=2s"},
+		before: func(t *testing.T) { must(t, srv.Client().Save(context.Background()).Err()) },
+		incident: func(t *testing.T) []string {
+			time.Sleep(2500 * time.Millisecond) // the records after the snapshot age past the window
+			srv.Kill()
+			srv.Restart(t)
+			return nil
+		},
+		recover: func(t *testing.T, env []string, httpAddrs []string) {
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				code, reason := get("http://" + httpAddrs[0] + "/readyz")
+				if code == 503 && strings.Contains(reason, "beyond repair") {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("consumer did not refuse the repair: readyz %d %q", code, reason)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			rp := exec.Command(replayerBin)
+			rp.Env = cleanEnv(env)
+			out, err := rp.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "replayed ") {
+				t.Fatalf("replayer after a rollback beyond repair: %v\n%s", err, out)
+			}
+		}})
+}
+
 // rollbackCase is one way of bringing back an older Redis state.
 type rollbackCase struct {
 	mode      string // "" standalone, or cluster
@@ -143,6 +181,12 @@ type rollbackCase struct {
 	before   func(t *testing.T)
 	incident func(t *testing.T) []string
 	after    func() redis.UniversalClient
+	// env is added to the consumers' environment; today keeps every event
+	// within today; recover, when set, runs after the incident (given the
+	// consumers' environment and HTTP addresses).
+	env     []string
+	today   bool
+	recover func(t *testing.T, env []string, httpAddrs []string)
 }
 
 func runRollback(t *testing.T, rc rollbackCase) {
@@ -167,20 +211,24 @@ func runRollback(t *testing.T, rc rollbackCase) {
 	gc := gen.DefaultConfig()
 	gc.Seed = testSeed(t)
 	gc.Start, gc.Span = start.Add(-36*time.Hour), 36*time.Hour
+	if rc.today {
+		gc.Span = min(time.Hour, start.Sub(start.Truncate(24*time.Hour))-time.Minute)
+		gc.Start = start.Add(-gc.Span)
+	}
 	log := gen.New(gc).Log(envInt("E2E_EVENTS", 9000))
 	// A warm-up, then per round: the records applied after the older
 	// state was taken, and the records produced during the incident.
 	parts := split(log, 1+2*rc.rounds)
 
 	env := func(addrs []string) []string {
-		return []string{
+		return append(rc.env[:len(rc.env):len(rc.env)],
 			"PROJECTOR_KAFKA_BROKERS=" + strings.Join(brokers, ","),
 			"PROJECTOR_REDIS_ADDRS=" + strings.Join(addrs, ","),
 			"PROJECTOR_REDIS_MODE=" + mode,
 			"PROJECTOR_BATCH_MAX_EVENTS=200",
 			"PROJECTOR_LOG_FORMAT=json",
 			"PROJECTOR_LOG_LEVEL=warn",
-		}
+		)
 	}
 	type member struct {
 		p    *proc
@@ -226,6 +274,13 @@ func runRollback(t *testing.T, rc rollbackCase) {
 			}
 			consumers = startAll(addrs)
 			rdb = rc.after()
+		}
+		if rc.recover != nil {
+			var hs []string
+			for _, c := range consumers {
+				hs = append(hs, c.http)
+			}
+			rc.recover(t, env(rc.addrs), hs)
 		}
 		must(t, <-done)
 		caughtUp()
