@@ -163,7 +163,7 @@ func (c *Consumer) checkRepairable(ctx context.Context, client *kafka.Client, l 
 
 // refuseRepair marks the projections for a replay (status rolled_back) and logs why.
 func (c *Consumer) refuseRepair(ctx context.Context, l lost, why string) error {
-	c.log.Error(fmt.Sprintf("Redis went back in time beyond what can be repaired: %s lost %s; stopped applying and committing. "+
+	c.log.Error(fmt.Sprintf("Redis went back in time beyond what can be repaired: it lost %s, and %s; stopped applying and committing. "+
 		"Rebuild with `replayer` (same configuration); consumers resume on their own afterwards", l, why))
 	if err := c.meta.MarkRolledBack(ctx, l.String()+": "+why); err != nil {
 		return err

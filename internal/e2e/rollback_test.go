@@ -139,7 +139,7 @@ func TestRollbackClusterMaster(t *testing.T) {
 func TestRollbackBeyondWindow(t *testing.T) {
 	srv := testredis.StartStandalone(t)
 	runRollback(t, rollbackCase{rounds: 1, addrs: []string{srv.Addr()}, rdb: srv.Client(), today: true,
-		env: []string{"PROJECTOR_IDEMPOTENCY_WINDOW=2s"},
+		env:    []string{"PROJECTOR_IDEMPOTENCY_WINDOW=2s"},
 		before: func(t *testing.T) { must(t, srv.Client().Save(context.Background()).Err()) },
 		incident: func(t *testing.T) []string {
 			time.Sleep(2500 * time.Millisecond) // the records after the snapshot age past the window
@@ -222,9 +222,9 @@ func runRollback(t *testing.T, rc rollbackCase) {
 
 	env := func(addrs []string) []string {
 		return append(rc.env[:len(rc.env):len(rc.env)],
-			"PROJECTOR_KAFKA_BROKERS=" + strings.Join(brokers, ","),
-			"PROJECTOR_REDIS_ADDRS=" + strings.Join(addrs, ","),
-			"PROJECTOR_REDIS_MODE=" + mode,
+			"PROJECTOR_KAFKA_BROKERS="+strings.Join(brokers, ","),
+			"PROJECTOR_REDIS_ADDRS="+strings.Join(addrs, ","),
+			"PROJECTOR_REDIS_MODE="+mode,
 			"PROJECTOR_BATCH_MAX_EVENTS=200",
 			"PROJECTOR_LOG_FORMAT=json",
 			"PROJECTOR_LOG_LEVEL=warn",
