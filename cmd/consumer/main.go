@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/signal"
@@ -16,6 +17,7 @@ import (
 
 	"projector/internal/app"
 	"projector/internal/embedded"
+	"projector/internal/redischeck"
 )
 
 func main() {
@@ -23,7 +25,8 @@ func main() {
 }
 
 // run is main with its inputs and outputs passed in; it returns the exit code:
-// 0 after a clean stop, 2 for bad configuration, 1 for other failures.
+// 0 after a clean stop, 2 for bad configuration or a Redis server that evicts
+// keys (redis.allow_eviction unset), 1 for other failures.
 func run(args, environ []string, stdout, stderr io.Writer) int {
 	// First of all, so that a SIGTERM during start-up is a clean stop too.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -52,6 +55,11 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		err = embedded.Run(ctx, cfg, embedded.Options{Rate: *demoRate, Out: stdout}, log)
 	} else {
 		err = app.Run(ctx, cfg, log, app.Hooks{})
+	}
+	var refusal *redischeck.EvictionError
+	if errors.As(err, &refusal) {
+		log.Error(refusal.Error())
+		return 2
 	}
 	if err != nil && ctx.Err() == nil {
 		log.Error("consumer failed", zap.Error(err))

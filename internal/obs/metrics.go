@@ -78,6 +78,10 @@ type Metrics struct {
 	// RedisDataLost is 1 while the consumer has concluded that Redis lost
 	// its data and waits for a replay, else 0: projector_redis_data_lost.
 	RedisDataLost prometheus.Gauge
+	// EvictionPolicyAccepted is 1 when a Redis server's maxmemory-policy
+	// evicts keys and redis.allow_eviction accepted it, else 0:
+	// projector_redis_eviction_policy_accepted.
+	EvictionPolicyAccepted prometheus.Gauge
 	// Ready is 1 while the process reports ready, else 0: projector_ready.
 	// Health keeps it in sync; set it through Health, not directly.
 	Ready prometheus.Gauge
@@ -157,6 +161,7 @@ func NewMetrics() *Metrics {
 			Name: "projector_redis_data_lost",
 			Help: "1 while Redis is found to have lost its data and a replay is awaited, else 0.",
 		}),
+		EvictionPolicyAccepted: NewEvictionPolicyAccepted(),
 		Ready: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "projector_ready",
 			Help: "1 while the process is ready, else 0.",
@@ -175,8 +180,18 @@ func NewMetrics() *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.Events, m.Duplicates, m.DeadLettered, m.BatchDuration, m.BatchEvents,
 		m.RedisErrors, m.RedisRetries, m.KafkaFetchErrors, m.Commits, m.CommitErrors, m.ConsumerLag,
-		m.LastAppliedEventTimestamp, m.RedisDataLost, m.Ready, m.KeysWritten,
+		m.LastAppliedEventTimestamp, m.RedisDataLost, m.EvictionPolicyAccepted, m.Ready, m.KeysWritten,
 		m.ScriptCalls,
 	)
 	return m
+}
+
+// NewEvictionPolicyAccepted returns the gauge
+// projector_redis_eviction_policy_accepted (the consumer's and the read
+// API's): 1 when redis.allow_eviction accepted an evicting maxmemory-policy.
+func NewEvictionPolicyAccepted() prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "projector_redis_eviction_policy_accepted",
+		Help: "1 when a Redis server's maxmemory-policy evicts keys and redis.allow_eviction accepted it, else 0.",
+	})
 }
