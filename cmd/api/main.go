@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,7 +26,6 @@ import (
 	"projector/internal/dashboard"
 	"projector/internal/kafkaconn"
 	"projector/internal/obs"
-	"projector/internal/redischeck"
 )
 
 func main() {
@@ -78,10 +76,8 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	fmt.Fprintf(stdout, "projector read API and dashboard on http://%s/ (API under /api/, metrics /metrics)\n", addr)
 	log.Info("read API up", zap.String("addr", addr), zap.Strings("redis", cfg.Redis.Addrs), zap.String("time_zone", cfg.TimeZone))
 	err = app.WaitRedis(ctx, log, health, app.PolicyCheck(rdb, cfg.Redis.AllowEviction, evictionAccepted, log))
-	var refusal *redischeck.EvictionError
 	switch {
-	case errors.As(err, &refusal):
-		log.Error(refusal.Error())
+	case app.ExitRefused(log, err):
 		return 2
 	case err != nil && ctx.Err() == nil:
 		log.Error("cannot use redis", zap.Error(err))

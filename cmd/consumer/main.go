@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"os"
 	"os/signal"
@@ -17,7 +16,6 @@ import (
 
 	"projector/internal/app"
 	"projector/internal/embedded"
-	"projector/internal/redischeck"
 )
 
 func main() {
@@ -56,9 +54,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	} else {
 		err = app.Run(ctx, cfg, log, app.Hooks{})
 	}
-	var refusal *redischeck.EvictionError
-	if errors.As(err, &refusal) {
-		log.Error(refusal.Error())
+	if app.ExitRefused(log, err) {
 		return 2
 	}
 	if err != nil && ctx.Err() == nil {

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,7 +15,6 @@ import (
 
 	"projector/internal/app"
 	"projector/internal/obs"
-	"projector/internal/redischeck"
 	"projector/internal/replay"
 )
 
@@ -57,9 +55,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	defer func() { _ = log.Sync() }()
 	sum, err := replay.Run(ctx, cfg, replay.Options{Projections: *projs, ToLatest: *to == "latest", AllowPartial: *partial, Wipe: *wipe,
 		DryRun: *dry, BatchSize: *batch, Progress: os.Stdout, Terminal: obs.IsTerminal(os.Stdout)}, log)
-	var refusal *redischeck.EvictionError
-	if errors.As(err, &refusal) {
-		log.Error(refusal.Error())
+	if app.ExitRefused(log, err) {
 		return 2
 	}
 	if err != nil {

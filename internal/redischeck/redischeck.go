@@ -128,12 +128,12 @@ func policies(ctx context.Context, rdb redis.UniversalClient) ([]result, error) 
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("read maxmemory-policy of the cluster masters: %w", err)
+			return nil, fmt.Errorf("redis cluster masters: %w", err)
 		}
 		sort.Slice(out, func(i, j int) bool { return out[i].Addr < out[j].Addr })
 		return out, nil
 	}
-	return nil, fmt.Errorf("read maxmemory-policy: unsupported Redis client %T", rdb)
+	return nil, fmt.Errorf("check the eviction policy: unsupported Redis client %T", rdb)
 }
 
 // policyOf reads one server's policy.
@@ -144,7 +144,7 @@ func policyOf(ctx context.Context, c *redis.Client) (result, error) {
 		return result{Server: Server{Addr: addr}, refused: err.Error()}, nil
 	}
 	if err != nil {
-		return result{}, fmt.Errorf("read maxmemory-policy of redis %s: %w", addr, err)
+		return result{}, fmt.Errorf("redis %s: %w", addr, err)
 	}
 	p, ok := m["maxmemory-policy"]
 	if !ok {
