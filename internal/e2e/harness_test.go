@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"projector/internal/gen"
+	"projector/internal/testkafka"
 )
 
 // consumerBin, replayerBin and apiBin are the binaries built once by TestMain.
@@ -52,6 +53,27 @@ func startKafka(t *testing.T, partitions int, topics []string, dlq string) []str
 	}
 	t.Cleanup(c.Close)
 	return c.ListenAddrs()
+}
+
+// startApacheKafka starts a real Apache Kafka broker with the input topics
+// (partitions each) and a one-partition dead-letter topic.
+func startApacheKafka(t *testing.T, partitions int, topics []string, dlq string, opts ...testkafka.Option) []string {
+	t.Helper()
+	b := testkafka.Start(t, opts...)
+	for _, topic := range topics {
+		b.CreateTopic(t, topic, partitions)
+	}
+	b.CreateTopic(t, dlq, 1)
+	return b.Addrs()
+}
+
+// generate returns n generated records with event times in the span before
+// start (the seed from testSeed).
+func generate(t *testing.T, start time.Time, span time.Duration, n int) []gen.Record {
+	gc := gen.DefaultConfig()
+	gc.Seed = testSeed(t)
+	gc.Start, gc.Span = start.Add(-span), span
+	return gen.New(gc).Log(n)
 }
 
 // produce publishes records in order, in chunks with a pause between them, so

@@ -11,8 +11,6 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"projector/internal/gen"
-	"projector/internal/testkafka"
 	"projector/internal/testredis"
 )
 
@@ -26,18 +24,9 @@ import (
 func TestOOMRetriedWithoutLoss(t *testing.T) {
 	ctx := context.Background()
 	topics := []string{"shop.views", "shop.clicks", "shop.orders"}
-	b := testkafka.Start(t)
-	for _, topic := range topics {
-		b.CreateTopic(t, topic, 3)
-	}
-	b.CreateTopic(t, "shop.dlq", 1)
-	brokers := b.Addrs()
-	seed := testSeed(t)
+	brokers := startApacheKafka(t, 3, topics, "shop.dlq")
 	start := time.Now()
-	gc := gen.DefaultConfig()
-	gc.Seed = seed
-	gc.Start, gc.Span = start.Add(-36*time.Hour), 36*time.Hour
-	log := gen.New(gc).Log(envInt("E2E_EVENTS", 10000))
+	log := generate(t, start, 36*time.Hour, envInt("E2E_EVENTS", 10000))
 	// An empty redis-server uses about 1 MB; the projections of the log
 	// about 330 bytes per record: the limit is reached part-way through.
 	maxmemory := os.Getenv("E2E_OOM_MAXMEMORY")
