@@ -5,6 +5,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -15,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"projector/internal/app"
+	"projector/internal/config"
 	"projector/internal/embedded"
 )
 
@@ -55,6 +58,11 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		err = app.Run(ctx, cfg, log, app.Hooks{})
 	}
 	if app.ExitRefused(log, err) {
+		return 2
+	}
+	var ke *config.KeyError
+	if errors.As(err, &ke) {
+		fmt.Fprintln(stderr, ke.Error())
 		return 2
 	}
 	if err != nil && ctx.Err() == nil {

@@ -23,7 +23,7 @@ func TestDefaults(t *testing.T) {
 	if !reflect.DeepEqual(c, Defaults()) {
 		t.Fatalf("no sources:\n got %+v\nwant %+v", c, Defaults())
 	}
-	// The SPEC values, independently of Defaults().
+	// The contract's values, independently of Defaults().
 	tests := []struct {
 		key  string
 		want any
@@ -56,6 +56,9 @@ func TestDefaults(t *testing.T) {
 		{"redis.tls.key_file", ""},
 		{"redis.tls.server_name", ""},
 		{"redis.tls.insecure_skip_verify", false},
+		{"redis.wait.replicas", 0},
+		{"redis.wait.aof", false},
+		{"redis.wait.timeout", time.Second},
 		{"time_zone", "UTC"},
 		{"idempotency.window", 24 * time.Hour},
 		{"batch.max_events", 20000},

@@ -37,6 +37,15 @@ type Options struct {
 	// token it acknowledges, and Withdraw when the consumer stops.
 	Publish  func(ctx context.Context, ack string) error
 	Withdraw func(ctx context.Context) error
+	// Window is idempotency.window: records older than it are not applied
+	// again after Redis went back in time (their duplicates may no longer be
+	// recognised); the projections are marked for a replay instead.
+	Window time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Reconnects, when set, counts the connections made to Redis: a new one
+	// makes the consumer look again whether Redis went back in time.
+	Reconnects func() uint64
 	// ShutdownGrace bounds how long a batch in flight may still retry Redis
 	// after the context ends (default 30s); past it the batch is left uncommitted.
 	ShutdownGrace time.Duration
@@ -45,6 +54,8 @@ type Options struct {
 // Applier is what the consumer needs of internal/apply.
 type Applier interface {
 	Apply(ctx context.Context, recs []apply.Record, ranges []apply.Range) (apply.Result, error)
+	// Repair applies records again after Redis went back in time.
+	Repair(ctx context.Context, recs []apply.Record, ranges []apply.Range) (apply.Result, error)
 }
 
 // DLQGate remembers which poison records were dead-lettered, so a redelivered
@@ -85,7 +96,10 @@ func New(opts Options, applier Applier, meta Meta, gate DLQGate, m *obs.Metrics,
 	if opts.Kafka == nil {
 		opts.Kafka = kafkaconn.Plain(opts.Brokers)
 	}
-	maxBytes := max(10<<20, 2*opts.MaxRecordBytes+(1<<20))
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	maxBytes := readerMaxBytes(opts.MaxRecordBytes)
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:           opts.Brokers,
 		Dialer:            opts.Kafka.Dialer(),
@@ -144,7 +158,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 	go c.pump(fctx, records)
 	go c.batch(fctx, records, want, batches)
 	cm := c.startCommitter(ctx)
-	err := c.consume(ctx, want, batches, cm)
+	lostJobs := make(chan []lost)
+	go c.watchRollback(fctx, lostJobs)
+	err := c.consume(ctx, want, batches, lostJobs, cm)
 	if cerr := cm.close(); err == nil {
 		err = cerr
 	}
@@ -155,11 +171,18 @@ func (c *Consumer) Run(ctx context.Context) error {
 }
 
 // consume applies batch after batch until ctx ends or a batch cannot be applied.
-func (c *Consumer) consume(ctx context.Context, want chan<- struct{}, batches <-chan []kafka.Message, cm *committer) error {
+// Between batches it applies again the records that watchRollback found
+// missing from Redis.
+func (c *Consumer) consume(ctx context.Context, want chan<- struct{}, batches <-chan []kafka.Message, lostJobs <-chan []lost, cm *committer) error {
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case ls := <-lostJobs:
+			if err := c.repairLost(ctx, ls); err != nil {
+				return err
+			}
+			continue
 		case want <- struct{}{}:
 		}
 		select {

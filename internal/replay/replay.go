@@ -1,5 +1,5 @@
 // Package replay rebuilds projections from the canonical event log in Kafka
-// after Redis lost data (SPEC section 6), with the consumer's own planner and
+// after Redis lost data (docs/contract.md section 6), with the consumer's own planner and
 // applier, and hands over to the consumers through the watermarks it leaves.
 package replay
 
@@ -151,7 +151,8 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 		return sum, err
 	}
 	applier := apply.New(rdb, planner, apply.Options{Window: cfg.Idempotency.Window, Location: cfg.Location,
-		KeyPrefix: cfg.Redis.KeyPrefix, Now: time.Now, IgnoreMeta: true})
+		KeyPrefix: cfg.Redis.KeyPrefix, Now: time.Now, IgnoreMeta: true, Evidence: true,
+		Sync: apply.Sync{Replicas: cfg.Redis.Wait.Replicas, AOF: cfg.Redis.Wait.AOF, Timeout: cfg.Redis.Wait.Timeout}})
 	if err := applier.LoadScript(ctx); err != nil {
 		return sum, err
 	}

@@ -3,12 +3,14 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
 
+	"projector/internal/config"
 	"projector/internal/obs"
 	"projector/internal/redischeck"
 	"projector/internal/testredis"
@@ -48,19 +50,21 @@ func TestWaitRedisNamesOOM(t *testing.T) {
 	}
 }
 
-// A refusal to start is returned at once, not retried.
+// A refusal to start and a configuration the server cannot do are
+// returned at once, not retried.
 func TestWaitRedisReturnsRefusal(t *testing.T) {
-	calls := 0
 	refusal := &redischeck.EvictionError{Servers: []redischeck.Server{{Addr: "r:1", Policy: "allkeys-lru"}}}
-	err := WaitRedis(context.Background(), zap.NewNop(), obs.NewHealth(nil), func(context.Context) error {
-		calls++
-		return refusal
-	})
-	var got *redischeck.EvictionError
-	if !errors.As(err, &got) || calls != 1 {
-		t.Fatalf("err %v after %d calls; want the refusal after one", err, calls)
+	for _, want := range []error{refusal, &config.KeyError{Key: "redis.wait.aof", Msg: "cannot WAITAOF"}} {
+		calls := 0
+		err := WaitRedis(context.Background(), zap.NewNop(), obs.NewHealth(nil), func(context.Context) error {
+			calls++
+			return fmt.Errorf("start-up: %w", want)
+		})
+		if !errors.Is(err, want) || calls != 1 {
+			t.Fatalf("err %v after %d calls; want %v after one", err, calls, want)
+		}
 	}
-	if !ExitRefused(zap.NewNop(), err) || ExitRefused(zap.NewNop(), errors.New("other")) {
+	if !ExitRefused(zap.NewNop(), refusal) || ExitRefused(zap.NewNop(), errors.New("other")) {
 		t.Fatal("ExitRefused does not tell the refusal from another error")
 	}
 }
