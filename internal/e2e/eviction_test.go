@@ -57,6 +57,13 @@ func assertOneLine(t *testing.T, name, out, level string, want ...string) {
 	}
 }
 
+// flavors runs f once per server implementation (Redis, Valkey).
+func flavors(t *testing.T, f func(t *testing.T, fl testredis.Flavor)) {
+	for _, fl := range testredis.Flavors() {
+		t.Run(string(fl), func(t *testing.T) { f(t, fl) })
+	}
+}
+
 // waitHTTP polls url until it answers code with a body containing want.
 func waitHTTP(t *testing.T, url string, code int, want string) string {
 	t.Helper()
@@ -77,8 +84,10 @@ func waitHTTP(t *testing.T, url string, code int, want string) string {
 // allkeys-lru the consumer, the replayer and the read API each exit with
 // code 2 and one error line naming the server, the policy and the key that
 // accepts it.
-func TestEvictionPolicyRefused(t *testing.T) {
-	srv := testredis.StartStandalone(t, testredis.WithArgs("--maxmemory-policy", "allkeys-lru"))
+func TestEvictionPolicyRefused(t *testing.T) { flavors(t, testEvictionPolicyRefused) }
+
+func testEvictionPolicyRefused(t *testing.T, fl testredis.Flavor) {
+	srv := testredis.StartStandalone(t, testredis.WithFlavor(fl), testredis.WithArgs("--maxmemory-policy", "allkeys-lru"))
 	env := []string{"PROJECTOR_REDIS_ADDRS=" + srv.Addr(), "PROJECTOR_KAFKA_BROKERS=127.0.0.1:1",
 		"PROJECTOR_HTTP_ADDR=127.0.0.1:0", "PROJECTOR_LOG_FORMAT=json"}
 	for _, bin := range []string{consumerBin, replayerBin, apiBin} {
@@ -93,8 +102,10 @@ func TestEvictionPolicyRefused(t *testing.T) {
 
 // TestEvictionPolicyRefusedOnceRedisIsUp: a consumer started while Redis is
 // down waits for it, and refuses when it comes up with an evicting policy.
-func TestEvictionPolicyRefusedOnceRedisIsUp(t *testing.T) {
-	srv := testredis.StartStandalone(t, testredis.WithArgs("--maxmemory-policy", "volatile-ttl"))
+func TestEvictionPolicyRefusedOnceRedisIsUp(t *testing.T) { flavors(t, testEvictionPolicyRefusedOnceUp) }
+
+func testEvictionPolicyRefusedOnceUp(t *testing.T, fl testredis.Flavor) {
+	srv := testredis.StartStandalone(t, testredis.WithFlavor(fl), testredis.WithArgs("--maxmemory-policy", "volatile-ttl"))
 	srv.Stop()
 	httpAddr := freeAddr(t)
 	p := startConsumer(t, []string{"PROJECTOR_REDIS_ADDRS=" + srv.Addr(), "PROJECTOR_KAFKA_BROKERS=127.0.0.1:1",
@@ -110,8 +121,10 @@ func TestEvictionPolicyRefusedOnceRedisIsUp(t *testing.T) {
 // TestEvictionPolicyAccepted: with redis.allow_eviction=true the consumer and
 // the read API start against allkeys-lru, say so in one warning line and
 // show projector_redis_eviction_policy_accepted 1.
-func TestEvictionPolicyAccepted(t *testing.T) {
-	srv := testredis.StartStandalone(t, testredis.WithArgs("--maxmemory-policy", "allkeys-lru"))
+func TestEvictionPolicyAccepted(t *testing.T) { flavors(t, testEvictionPolicyAccepted) }
+
+func testEvictionPolicyAccepted(t *testing.T, fl testredis.Flavor) {
+	srv := testredis.StartStandalone(t, testredis.WithFlavor(fl), testredis.WithArgs("--maxmemory-policy", "allkeys-lru"))
 	brokers := startKafka(t, 1, []string{"shop.views", "shop.clicks", "shop.orders"}, "shop.dlq")
 	for _, bin := range []string{consumerBin, apiBin} {
 		httpAddr := freeAddr(t)
@@ -129,10 +142,13 @@ func TestEvictionPolicyAccepted(t *testing.T) {
 // renamed away, or an ACL user without +config) cannot be checked: the
 // consumer says so in one warning line, starts and becomes ready, with
 // projector_redis_eviction_policy_accepted 0.
-func TestEvictionPolicyUnchecked(t *testing.T) {
+func TestEvictionPolicyUnchecked(t *testing.T) { flavors(t, testEvictionPolicyUnchecked) }
+
+func testEvictionPolicyUnchecked(t *testing.T, fl testredis.Flavor) {
 	ctx := context.Background()
-	renamed := testredis.StartStandalone(t, testredis.WithArgs("--rename-command", "CONFIG", "", "--maxmemory-policy", "allkeys-lru"))
-	acl := testredis.StartStandalone(t, testredis.WithArgs("--maxmemory-policy", "allkeys-lru"))
+	renamed := testredis.StartStandalone(t, testredis.WithFlavor(fl),
+		testredis.WithArgs("--rename-command", "CONFIG", "", "--maxmemory-policy", "allkeys-lru"))
+	acl := testredis.StartStandalone(t, testredis.WithFlavor(fl), testredis.WithArgs("--maxmemory-policy", "allkeys-lru"))
 	if err := acl.Client().Do(ctx, "ACL", "SETUSER", "app", "on", ">app-pw", "~*", "&*", "+@all", "-config").Err(); err != nil {
 		t.Fatal(err)
 	}

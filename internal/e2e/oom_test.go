@@ -21,19 +21,21 @@ import (
 // could not write, so with production done it is still behind. Once
 // maxmemory is raised (CONFIG SET maxmemory 0) it catches up by itself, and
 // every key equals the reference model: nothing lost, nothing counted twice.
-func TestOOMRetriedWithoutLoss(t *testing.T) {
+func TestOOMRetriedWithoutLoss(t *testing.T) { flavors(t, testOOMRetriedWithoutLoss) }
+
+func testOOMRetriedWithoutLoss(t *testing.T, fl testredis.Flavor) {
 	ctx := context.Background()
 	topics := []string{"shop.views", "shop.clicks", "shop.orders"}
 	brokers := startApacheKafka(t, 3, topics, "shop.dlq")
 	start := time.Now()
 	log := generate(t, start, 36*time.Hour, envInt("E2E_EVENTS", 10000))
-	// An empty redis-server uses about 1 MB; the projections of the log
+	// An empty server uses about 1 MB; the projections of the log
 	// about 330 bytes per record: the limit is reached part-way through.
 	maxmemory := os.Getenv("E2E_OOM_MAXMEMORY")
 	if maxmemory == "" {
 		maxmemory = strconv.Itoa(1<<20 + 150*len(log))
 	}
-	srv := testredis.StartStandalone(t, testredis.WithArgs("--maxmemory", maxmemory, "--maxmemory-policy", "noeviction"))
+	srv := testredis.StartStandalone(t, testredis.WithFlavor(fl), testredis.WithArgs("--maxmemory", maxmemory, "--maxmemory-policy", "noeviction"))
 
 	done := make(chan error, 1)
 	go produce(ctx, brokers, log, 200, 50*time.Millisecond, done)

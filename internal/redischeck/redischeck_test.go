@@ -33,8 +33,17 @@ func client(t *testing.T, addr string, opts ...func(*redis.Options)) *redis.Clie
 	return c
 }
 
-func TestPolicies(t *testing.T) {
-	srv := testredis.StartStandalone(t)
+// flavors runs f once per server implementation (Redis, Valkey).
+func flavors(t *testing.T, f func(t *testing.T, fl testredis.Flavor)) {
+	for _, fl := range testredis.Flavors() {
+		t.Run(string(fl), func(t *testing.T) { f(t, fl) })
+	}
+}
+
+func TestPolicies(t *testing.T) { flavors(t, testPolicies) }
+
+func testPolicies(t *testing.T, fl testredis.Flavor) {
+	srv := testredis.StartStandalone(t, testredis.WithFlavor(fl))
 	ctx := context.Background()
 	for _, tc := range []struct {
 		policy       string
@@ -92,10 +101,13 @@ func TestPolicies(t *testing.T) {
 
 // A server that refuses CONFIG GET (renamed command, ACL user without
 // +config) is one warning line, and the start goes on.
-func TestConfigRefused(t *testing.T) {
+func TestConfigRefused(t *testing.T) { flavors(t, testConfigRefused) }
+
+func testConfigRefused(t *testing.T, fl testredis.Flavor) {
 	ctx := context.Background()
-	renamed := testredis.StartStandalone(t, testredis.WithArgs("--rename-command", "CONFIG", "", "--maxmemory-policy", "allkeys-lru"))
-	acl := testredis.StartStandalone(t, testredis.WithArgs("--maxmemory-policy", "allkeys-lru"))
+	renamed := testredis.StartStandalone(t, testredis.WithFlavor(fl),
+		testredis.WithArgs("--rename-command", "CONFIG", "", "--maxmemory-policy", "allkeys-lru"))
+	acl := testredis.StartStandalone(t, testredis.WithFlavor(fl), testredis.WithArgs("--maxmemory-policy", "allkeys-lru"))
 	if err := acl.Client().Do(ctx, "ACL", "SETUSER", "app", "on", ">pw", "~*", "&*", "+@all", "-config").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -140,9 +152,11 @@ func TestUnreachable(t *testing.T) {
 
 // On Redis Cluster every master is checked: one evicting master of three is
 // refused by its address.
-func TestClusterMasters(t *testing.T) {
+func TestClusterMasters(t *testing.T) { flavors(t, testClusterMasters) }
+
+func testClusterMasters(t *testing.T, fl testredis.Flavor) {
 	ctx := context.Background()
-	cl := testredis.StartCluster(t, 3)
+	cl := testredis.StartCluster(t, 3, testredis.WithFlavor(fl))
 	log, logs := observed()
 	if accepted, err := Check(ctx, cl.Client(), false, log); err != nil || accepted || logs.Len() != 0 {
 		t.Fatalf("noeviction cluster: accepted %v, err %v, warnings %v", accepted, err, logs.All())
@@ -162,8 +176,10 @@ func TestClusterMasters(t *testing.T) {
 	}
 }
 
-func TestOutOfMemory(t *testing.T) {
-	srv := testredis.StartStandalone(t, testredis.WithArgs("--maxmemory", "1"))
+func TestOutOfMemory(t *testing.T) { flavors(t, testOutOfMemory) }
+
+func testOutOfMemory(t *testing.T, fl testredis.Flavor) {
+	srv := testredis.StartStandalone(t, testredis.WithFlavor(fl), testredis.WithArgs("--maxmemory", "1"))
 	err := srv.Client().Set(context.Background(), "k", "v", 0).Err()
 	if !OutOfMemory(err) {
 		t.Fatalf("SET above maxmemory: err %v, not recognised as OOM", err)
