@@ -102,7 +102,9 @@ func testEvictionPolicyRefused(t *testing.T, fl testredis.Flavor) {
 
 // TestEvictionPolicyRefusedOnceRedisIsUp: a consumer started while Redis is
 // down waits for it, and refuses when it comes up with an evicting policy.
-func TestEvictionPolicyRefusedOnceRedisIsUp(t *testing.T) { flavors(t, testEvictionPolicyRefusedOnceUp) }
+func TestEvictionPolicyRefusedOnceRedisIsUp(t *testing.T) {
+	flavors(t, testEvictionPolicyRefusedOnceUp)
+}
 
 func testEvictionPolicyRefusedOnceUp(t *testing.T, fl testredis.Flavor) {
 	srv := testredis.StartStandalone(t, testredis.WithFlavor(fl), testredis.WithArgs("--maxmemory-policy", "volatile-ttl"))
