@@ -19,13 +19,18 @@ import (
 // with redis.username and redis.password (AUTH; none when both are empty)
 // and using TLS when redis.tls.enabled is set (cfg.TLS.Client, built by
 // config.Load).
+//
+// go-redis does not retry on its own (MaxRetries -1): a command that fails
+// on a broken connection returns the error to projector's own retry, which
+// starts the batch again from reading the watermarks, so that a server that
+// restarted with an older state is seen before anything is written to it.
 func NewRedis(cfg config.RedisConfig) redis.UniversalClient {
 	if cfg.Mode == "cluster" {
 		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.Addrs, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
-			Username: cfg.Username, Password: cfg.Password, TLSConfig: cloneTLS(cfg.TLS.Client)})
+			Username: cfg.Username, Password: cfg.Password, TLSConfig: cloneTLS(cfg.TLS.Client), MaxRetries: -1})
 	}
 	return redis.NewClient(&redis.Options{Addr: cfg.Addrs[0], ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
-		Username: cfg.Username, Password: cfg.Password, TLSConfig: cloneTLS(cfg.TLS.Client)})
+		Username: cfg.Username, Password: cfg.Password, TLSConfig: cloneTLS(cfg.TLS.Client), MaxRetries: -1})
 }
 
 // cloneTLS returns a copy of c (nil for nil): a client may set fields on it.

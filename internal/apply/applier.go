@@ -210,6 +210,11 @@ func (a *Applier) apply(ctx context.Context, recs []Record, ranges []Range, repa
 	} else if status != StatusReady {
 		return res, &NotReadyError{Status: status} // checked again atomically by the global script
 	}
+	if a.opts.GapCheck {
+		if err := a.precheck(ctx, ranges, wms); err != nil {
+			return res, err
+		}
+	}
 	// The planned writes of a batch take tens of MB: reuse one buffer
 	// (sync.Pool would drop it at every other GC), or a new one when another
 	// Apply runs at the same time.

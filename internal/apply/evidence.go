@@ -48,22 +48,54 @@ func (a *Applier) ReadEvidence(ctx context.Context) (Evidence, error) {
 		return ev, fmt.Errorf("read watermarks: %w", err)
 	}
 	ev.Global = offsets(g)
+	ev.Nodes, err = a.nodeEvidence(ctx)
+	return ev, err
+}
+
+// nodeEvidence reads every master's own watermarks (none unless on Redis
+// Cluster with Options.Evidence).
+func (a *Applier) nodeEvidence(ctx context.Context) (map[string]map[string]int64, error) {
+	nodes := map[string]map[string]int64{}
 	cc, ok := a.rdb.(*redis.ClusterClient)
 	if !ok || !a.opts.Evidence {
-		return ev, nil
+		return nodes, nil
 	}
 	var mu sync.Mutex
-	err = a.nodes.forEach(ctx, cc, a.keys, func(ctx context.Context, c *redis.Client, key string) error {
+	err := a.nodes.forEach(ctx, cc, a.keys, func(ctx context.Context, c *redis.Client, key string) error {
 		vals, err := c.HGetAll(ctx, key).Result()
 		if err != nil {
 			return fmt.Errorf("read %s on %s: %w", key, c.Options().Addr, err)
 		}
 		mu.Lock()
-		ev.Nodes[c.Options().Addr] = offsets(vals)
+		nodes[c.Options().Addr] = offsets(vals)
 		mu.Unlock()
 		return nil
 	})
-	return ev, err
+	return nodes, err
+}
+
+// precheck fails with a *GapError, before anything is written, when a
+// watermark (wms, the global ones, or a master's own) lies below a range's
+// first offset - 1: the records before the batch must be applied again
+// first, since not every write commutes (a history_item_removed applied
+// before the view it removes would leave the view behind).
+func (a *Applier) precheck(ctx context.Context, ranges []Range, wms map[string]string) error {
+	ev := Evidence{Global: offsets(wms)}
+	var err error
+	if ev.Nodes, err = a.nodeEvidence(ctx); err != nil {
+		return err
+	}
+	ge := &GapError{}
+	for _, r := range ranges {
+		f := tpField(r.Topic, r.Partition)
+		if low, node, ok := ev.Lowest(f); ok && low < r.First-1 {
+			ge.Gaps = append(ge.Gaps, Gap{Topic: r.Topic, Partition: r.Partition, Applied: low, Node: node})
+		}
+	}
+	if len(ge.Gaps) > 0 {
+		return ge
+	}
+	return nil
 }
 
 // offsets parses a hash of decimal offsets, leaving out what does not parse.

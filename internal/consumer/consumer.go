@@ -10,9 +10,11 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"projector/internal/apply"
 	"projector/internal/kafkaconn"
+	"projector/internal/logsample"
 	"projector/internal/obs"
 )
 
@@ -86,6 +88,9 @@ type Consumer struct {
 	metrics *obs.Metrics
 	health  *obs.Health
 	log     *zap.Logger
+	// poisonLog writes "poison record dead-lettered" for the first records
+	// of each reason class per interval and a summary of the rest.
+	poisonLog *logsample.Limiter
 }
 
 // New builds a consumer; Run starts it.
@@ -134,13 +139,16 @@ func New(opts Options, applier Applier, meta Meta, gate DLQGate, m *obs.Metrics,
 		MaxAttempts: 1,
 	}
 	return &Consumer{opts: opts, reader: r, dlq: w, applier: applier, meta: meta, gate: gate, metrics: m, health: h, log: log,
-		owner: ownerName()}
+		owner: ownerName(), poisonLog: logsample.New(log, "poison record dead-lettered", "poison records dead-lettered",
+			logsample.Options{Level: zapcore.WarnLevel})}
 }
 
 // Run consumes until ctx ends, then finishes the batch in flight, commits it
 // and returns nil. It returns an error only when it cannot go on.
 func (c *Consumer) Run(ctx context.Context) error {
 	defer c.close()
+	go c.poisonLog.Run(ctx)
+	defer c.poisonLog.Flush() // the batch in flight may dead-letter after ctx ends
 	if err := c.waitReady(ctx); err != nil {
 		return nil
 	}
