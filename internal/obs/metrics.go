@@ -88,6 +88,10 @@ type Metrics struct {
 	// RollbackReapplied counts records read again from Kafka and applied
 	// again after Redis went back in time: projector_redis_rollback_reapplied_records_total.
 	RollbackReapplied prometheus.Counter
+	// EvictionPolicyAccepted is 1 when a Redis server's maxmemory-policy
+	// evicts keys and redis.allow_eviction accepted it, else 0:
+	// projector_redis_eviction_policy_accepted.
+	EvictionPolicyAccepted prometheus.Gauge
 	// Ready is 1 while the process reports ready, else 0: projector_ready.
 	// Health keeps it in sync; set it through Health, not directly.
 	Ready prometheus.Gauge
@@ -179,6 +183,7 @@ func NewMetrics() *Metrics {
 			Name: "projector_redis_rollback_reapplied_records_total",
 			Help: "Records read again from Kafka and applied again after Redis went back in time.",
 		}),
+		EvictionPolicyAccepted: NewEvictionPolicyAccepted(),
 		Ready: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "projector_ready",
 			Help: "1 while the process is ready, else 0.",
@@ -197,8 +202,19 @@ func NewMetrics() *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.Events, m.Duplicates, m.DeadLettered, m.BatchDuration, m.BatchEvents,
 		m.RedisErrors, m.RedisRetries, m.KafkaFetchErrors, m.Commits, m.CommitErrors, m.ConsumerLag,
-		m.LastAppliedEventTimestamp, m.RedisDataLost, m.RedisRollbacks, m.RollbackRecords, m.RollbackReapplied, m.Ready, m.KeysWritten,
+		m.LastAppliedEventTimestamp, m.RedisDataLost, m.RedisRollbacks, m.RollbackRecords, m.RollbackReapplied,
+		m.EvictionPolicyAccepted, m.Ready, m.KeysWritten,
 		m.ScriptCalls,
 	)
 	return m
+}
+
+// NewEvictionPolicyAccepted returns the gauge
+// projector_redis_eviction_policy_accepted (the consumer's and the read
+// API's): 1 when redis.allow_eviction accepted an evicting maxmemory-policy.
+func NewEvictionPolicyAccepted() prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "projector_redis_eviction_policy_accepted",
+		Help: "1 when a Redis server's maxmemory-policy evicts keys and redis.allow_eviction accepted it, else 0.",
+	})
 }
