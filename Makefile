@@ -1,7 +1,13 @@
 # projector build targets. `make test` is what CI runs (.ci/run).
-.PHONY: test run fuzz build chaos bench
+.PHONY: setup test run fuzz build chaos bench
 
-test:
+# Everything the tests and the benchmark need on a fresh clone: missing
+# system programs (installed with apt-get when root on Debian), the Go
+# modules, the Kafka jars and valkey-server. Quick when all is present.
+setup:
+	scripts/testenv/setup.sh
+
+test: setup
 	go vet ./... && go test -count=1 -timeout 20m ./...
 
 run:
@@ -15,11 +21,11 @@ build:
 
 # Only the chaos tests (part of `make test` too): 3 consumers, 20 kill -9,
 # Redis SIGSTOP and restart, a broker of 3 restarted; standalone and cluster.
-chaos:
+chaos: setup
 	go test -count=1 -timeout 20m -run Chaos -v ./internal/e2e
 
 # The benchmark (BENCHMARKS.md): real redis-server and Apache Kafka on
 # loopback, 2,000,000 generated events by default; BENCH_FLAGS for smaller
 # or other runs, e.g. make bench BENCH_FLAGS='-events 200000 -cluster 2'.
-bench:
+bench: setup
 	go run ./cmd/bench $(BENCH_FLAGS)

@@ -17,6 +17,7 @@ import (
 	"projector/internal/consumer"
 	"projector/internal/fingerprint"
 	"projector/internal/obs"
+	"projector/internal/redischeck"
 	"projector/pkg/projections"
 )
 
@@ -54,13 +55,21 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 	if err != nil {
 		return fmt.Errorf("build projections: %w", err)
 	}
+	dials := countDials(rdb)
 	applier := apply.New(rdb, planner, apply.Options{Window: cfg.Idempotency.Window, Location: cfg.Location,
-		KeyPrefix: cfg.Redis.KeyPrefix, Now: time.Now})
-	if err := waitRedis(ctx, log, health, func(ctx context.Context) error {
+		KeyPrefix: cfg.Redis.KeyPrefix, Now: time.Now, GapCheck: true, Evidence: true, Sync: syncOf(cfg.Redis.Wait)})
+	// The in-process Redis of the embedded demo evicts nothing (and has no CONFIG).
+	checkPolicy := PolicyCheck(rdb, cfg.Redis.AllowEviction, m.EvictionPolicyAccepted, log)
+	if err := WaitRedis(ctx, log, health, func(ctx context.Context) error {
+		if !cfg.Embedded {
+			if err := checkPolicy(ctx); err != nil {
+				return err
+			}
+		}
 		if err := applier.LoadScript(ctx); err != nil {
 			return err
 		}
-		return nil
+		return checkWait(ctx, rdb, cfg.Redis.Wait, log)
 	}); err != nil {
 		return err
 	}
@@ -75,6 +84,7 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 	c := consumer.New(consumer.Options{
 		Brokers: cfg.Kafka.Brokers, Kafka: kc, GroupID: cfg.Kafka.GroupID, Topics: cfg.Kafka.Topics, DLQTopic: cfg.Kafka.DLQTopic,
 		MaxRecordBytes: cfg.Kafka.MaxRecordBytes, MaxEvents: cfg.Batch.MaxEvents, MaxWait: cfg.Batch.MaxWait,
+		Window: cfg.Idempotency.Window, Reconnects: dials.Load,
 		MetaKey: projections.Keys{Prefix: cfg.Redis.KeyPrefix}.Meta(),
 		Publish: func(ctx context.Context, ack string) error {
 			return fingerprint.Publish(ctx, rdb, cfg.Redis.KeyPrefix, processName(), fingerprint.Of(cfg), ack)
@@ -91,18 +101,33 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 	return err
 }
 
-// waitRedis runs f until it succeeds, backing off while Redis is unreachable.
-func waitRedis(ctx context.Context, log *zap.Logger, health *obs.Health, f func(context.Context) error) error {
+// WaitRedis runs f until it succeeds, backing off while Redis is
+// unreachable or out of memory (readiness names which). It returns at once
+// a refusal to start (*redischeck.EvictionError), a server that cannot do
+// what the configuration asks (*config.KeyError) and, explained in one
+// line, refused credentials or a failed TLS handshake.
+func WaitRedis(ctx context.Context, log *zap.Logger, health *obs.Health, f func(context.Context) error) error {
 	backoff := 100 * time.Millisecond
 	for {
 		err := f(ctx)
 		if err == nil {
 			return nil
 		}
+		var (
+			refusal *redischeck.EvictionError
+			ke      *config.KeyError
+		)
+		if errors.As(err, &refusal) || errors.As(err, &ke) {
+			return err
+		}
 		if permanent(err) {
 			return redisSetupError(err)
 		}
-		health.SetReady(false, "redis unreachable: "+err.Error())
+		reason := "redis unreachable: "
+		if redischeck.OutOfMemory(err) {
+			reason = "redis out of memory (OOM: maxmemory reached, writes refused): "
+		}
+		health.SetReady(false, reason+err.Error())
 		log.Warn("redis not ready, retrying", zap.Error(err), zap.Duration("backoff", backoff))
 		select {
 		case <-ctx.Done():

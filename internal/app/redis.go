@@ -1,27 +1,36 @@
 package app
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
 
 	"projector/internal/config"
+	"projector/internal/redischeck"
 )
 
 // NewRedis returns the client for redis.mode and redis.addrs, authenticating
 // with redis.username and redis.password (AUTH; none when both are empty)
 // and using TLS when redis.tls.enabled is set (cfg.TLS.Client, built by
 // config.Load).
+//
+// go-redis does not retry on its own (MaxRetries -1): a command that fails
+// on a broken connection returns the error to projector's own retry, which
+// starts the batch again from reading the watermarks, so that a server that
+// restarted with an older state is seen before anything is written to it.
 func NewRedis(cfg config.RedisConfig) redis.UniversalClient {
 	if cfg.Mode == "cluster" {
 		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.Addrs, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
-			Username: cfg.Username, Password: cfg.Password, TLSConfig: cloneTLS(cfg.TLS.Client)})
+			Username: cfg.Username, Password: cfg.Password, TLSConfig: cloneTLS(cfg.TLS.Client), MaxRetries: -1})
 	}
 	return redis.NewClient(&redis.Options{Addr: cfg.Addrs[0], ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
-		Username: cfg.Username, Password: cfg.Password, TLSConfig: cloneTLS(cfg.TLS.Client)})
+		Username: cfg.Username, Password: cfg.Password, TLSConfig: cloneTLS(cfg.TLS.Client), MaxRetries: -1})
 }
 
 // cloneTLS returns a copy of c (nil for nil): a client may set fields on it.
@@ -58,4 +67,26 @@ func redisSetupError(err error) error {
 		return fmt.Errorf("redis refused the credentials (check redis.username and redis.password, PROJECTOR_REDIS_PASSWORD or redis.password_file): %w", err)
 	}
 	return fmt.Errorf("redis TLS handshake failed (check redis.tls.* and that the address is the server's TLS port): %w", err)
+}
+
+// PolicyCheck returns a start-up step for WaitRedis: it runs
+// redischeck.Check on rdb until the check has an answer, then does nothing.
+// An evicting maxmemory-policy is a *redischeck.EvictionError unless allow
+// (redis.allow_eviction); accepted sets the gauge accepted to 1.
+func PolicyCheck(rdb redis.UniversalClient, allow bool, accepted prometheus.Gauge, log *zap.Logger) func(context.Context) error {
+	done := false
+	return func(ctx context.Context) error {
+		if done {
+			return nil
+		}
+		ok, err := redischeck.Check(ctx, rdb, allow, log)
+		if err != nil {
+			return err
+		}
+		done = true
+		if ok {
+			accepted.Set(1)
+		}
+		return nil
+	}
 }

@@ -86,6 +86,18 @@ type Options struct {
 	// Rebuild makes the user phase that of a replayer rebuilding projections
 	// while the consumers are paused (see RebuildMode).
 	Rebuild RebuildMode
+	// GapCheck makes a batch fail with a *GapError, writing nothing global,
+	// when a watermark lies below the first offset of the batch's range - 1:
+	// Redis went back in time after the records before the batch were
+	// applied (the consumer, which then applies them again with Repair).
+	GapCheck bool
+	// Evidence keeps, on Redis Cluster, each master's own watermarks
+	// (px:nwm:{<tag>}), raised after every batch, so that one master going
+	// back in time is seen while the others are intact.
+	Evidence bool
+	// Sync makes every batch wait until its writes reached replicas or the
+	// AOF (WAIT, WAITAOF) before Apply returns.
+	Sync Sync
 	// WatermarkKey replaces px:wm:{g} (a replayer rebuilding one projection
 	// keeps its own watermarks; must carry the {g} hash tag).
 	WatermarkKey string
@@ -99,6 +111,7 @@ type Applier struct {
 	opts    Options
 	script  *redis.Script
 	seen    map[string]string   // CheckOnly: marker key + id -> origin of unmarked records
+	nodes   nodeKeys            // Redis Cluster: each master's px:nwm key
 	bufMu   sync.Mutex          // held by the Apply using buf
 	buf     []projections.Write // the planned writes of a batch, reused by the next
 }
@@ -154,8 +167,21 @@ func tpField(topic string, partition int) string { return topic + ":" + strconv.
 // overlapping batch (after an error, a crash or a redelivery) never applies an
 // event twice. An error means Redis did not accept everything; retry later.
 func (a *Applier) Apply(ctx context.Context, recs []Record, ranges []Range) (Result, error) {
+	return a.applyLoop(ctx, recs, ranges, false)
+}
+
+// Repair applies a batch of records that may lie at or below their
+// partition's watermark: after Redis went back in time the global watermark
+// can be intact while a Redis Cluster master lost the user writes of those
+// records, so no record is skipped up front. The idempotency markers decide
+// for each user's writes, the watermarks for the global ones, as in Apply.
+func (a *Applier) Repair(ctx context.Context, recs []Record, ranges []Range) (Result, error) {
+	return a.applyLoop(ctx, recs, ranges, true)
+}
+
+func (a *Applier) applyLoop(ctx context.Context, recs []Record, ranges []Range, repair bool) (Result, error) {
 	for {
-		res, err := a.apply(ctx, recs, ranges)
+		res, err := a.apply(ctx, recs, ranges, repair)
 		if !errors.Is(err, errHoldsChanged) {
 			return res, err
 		}
@@ -163,7 +189,7 @@ func (a *Applier) Apply(ctx context.Context, recs []Record, ranges []Range) (Res
 }
 
 // apply is one attempt of Apply.
-func (a *Applier) apply(ctx context.Context, recs []Record, ranges []Range) (Result, error) {
+func (a *Applier) apply(ctx context.Context, recs []Record, ranges []Range, repair bool) (Result, error) {
 	res := Result{Outcomes: make([]Outcome, len(recs))}
 	now := a.opts.Now()
 	pipe := a.rdb.Pipeline()
@@ -184,6 +210,11 @@ func (a *Applier) apply(ctx context.Context, recs []Record, ranges []Range) (Res
 	} else if status != StatusReady {
 		return res, &NotReadyError{Status: status} // checked again atomically by the global script
 	}
+	if a.opts.GapCheck {
+		if err := a.precheck(ctx, ranges, wms); err != nil {
+			return res, err
+		}
+	}
 	// The planned writes of a batch take tens of MB: reuse one buffer
 	// (sync.Pool would drop it at every other GC), or a new one when another
 	// Apply runs at the same time.
@@ -192,7 +223,11 @@ func (a *Applier) apply(ctx context.Context, recs []Record, ranges []Range) (Res
 		defer a.bufMu.Unlock()
 		bp = &a.buf
 	}
-	groups, order := a.plan(recs, wms, now, &res, bp)
+	skip := wms
+	if repair {
+		skip = nil
+	}
+	groups, order := a.plan(recs, skip, now, &res, bp)
 	var all []*item
 	for _, u := range order {
 		all = append(all, groups[u]...)
@@ -223,11 +258,14 @@ func (a *Applier) apply(ctx context.Context, recs []Record, ranges []Range) (Res
 	if err := a.applyGlobal(ctx, done, ranges, wms, held, heldRaw, &res); err != nil {
 		return res, err
 	}
+	if err := a.seal(ctx, ranges); err != nil {
+		return res, err
+	}
 	return res, nil
 }
 
-// plan computes every record's writes, drops records below their partition's
-// watermark and in-batch duplicates, and groups the rest by user.
+// plan computes every record's writes, drops records at or below their
+// partition's watermark in wms (nil: none) and in-batch duplicates, and groups the rest by user.
 // The writes go into *bp, which is grown when needed and reused by later batches.
 func (a *Applier) plan(recs []Record, wms map[string]string, now time.Time, res *Result, bp *[]projections.Write) (map[string][]*item, []string) {
 	groups := make(map[string][]*item, len(recs))

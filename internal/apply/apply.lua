@@ -11,7 +11,10 @@
 --   planned before a pause completes), nothing is written and {-1, status} is returned
 --   (Redis lost its data, or a replay is running).
 --   If any stored watermark >= its firstOffset, nothing is written and
---   {0, i1, wm1, ...} is returned. Otherwise the fields are set to lastOffset.
+--   {0, i1, wm1, ...} is returned. Mode "G" also checks that no stored
+--   watermark lies below its firstOffset - 1 (Redis went back in time after the
+--   records before the batch were applied): else nothing is written and
+--   {-3, i1, wm1, ...} is returned. Otherwise the fields are set to lastOffset.
 --   Then m, and m x (field, value): the hold:<projection> fields of the meta
 --   hash the batch was planned with; if the meta hash holds others, nothing is
 --   written and {-2} is returned (plan again).
@@ -135,17 +138,25 @@ else
   local wmKey = ARGV[2]
   i = 4
   local found = {}
+  local gaps = nil
   for j = 0, n - 1 do
     local b = i + j * 3
     local v = redis.call('HGET', wmKey, ARGV[b])
     if v and tonumber(v) >= tonumber(ARGV[b + 1]) then
       found[#found + 1] = j + 1
       found[#found + 1] = v
+    elseif v and mode == 'G' and tonumber(v) < tonumber(ARGV[b + 1]) - 1 then
+      gaps = gaps or {-3}
+      gaps[#gaps + 1] = j + 1
+      gaps[#gaps + 1] = v
     end
   end
   if #found > 0 then
     table.insert(found, 1, 0)
     return found
+  end
+  if gaps then
+    return gaps
   end
   for j = 0, n - 1 do
     local b = i + j * 3

@@ -46,7 +46,11 @@ func (a *Applier) applyGlobal(ctx context.Context, done []*item, ranges []Range,
 		}
 		ws := c.out
 		args := make([]any, 0, 3+3*len(rs)+9*len(ws))
-		args = append(args, "g", wmKey, strconv.Itoa(len(rs)))
+		mode := "g"
+		if a.opts.GapCheck {
+			mode = "G"
+		}
+		args = append(args, mode, wmKey, strconv.Itoa(len(rs)))
 		for _, r := range rs {
 			args = append(args, tpField(r.Topic, r.Partition), strconv.FormatInt(r.First, 10), strconv.FormatInt(r.Last, 10))
 		}
@@ -66,6 +70,9 @@ func (a *Applier) applyGlobal(ctx context.Context, done []*item, ranges []Range,
 		}
 		if ok, _ := vals[0].(int64); ok == -2 {
 			return errHoldsChanged
+		}
+		if ok, _ := vals[0].(int64); ok == -3 {
+			return gapsOf(vals, args[1:], "")
 		}
 		if ok, _ := vals[0].(int64); ok == -1 {
 			status, _ := vals[1].(string)

@@ -11,7 +11,7 @@ import (
 )
 
 // BenchmarkLuaCosts measures on a real redis-server the building blocks of
-// the apply script's cost to Redis (BENCHMARKS.md section 4.2): a command
+// the apply script's cost to Redis (BENCHMARKS.md section 5.2): a command
 // called from Lua (redis.call) against the same command sent directly, and one
 // script argument. redis-us/op is Redis's CPU (INFO cpu) per call or argument.
 func BenchmarkLuaCosts(b *testing.B) {

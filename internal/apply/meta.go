@@ -16,6 +16,10 @@ const (
 	// asked the consumers to stop between batches (the meta field PauseField
 	// holds its token, which each consumer acknowledges in px:cfg:{g}).
 	StatusPaused = "paused"
+	// StatusRolledBack: Redis went back in time further than a consumer can
+	// repair (older than idempotency.window or than Kafka's retention); the
+	// replayer rebuilds as after a data loss.
+	StatusRolledBack = "rolled_back"
 )
 
 // PauseField is the meta field holding the token of a pause.
@@ -67,3 +71,20 @@ func (a *Applier) PauseToken(ctx context.Context) (string, error) {
 	tok, _ := vals[1].(string)
 	return tok, nil
 }
+
+// MarkRolledBack sets status rolled_back (with the reason) unless a replay
+// already runs, so that consumers stop and a replayer rebuilds everything.
+func (a *Applier) MarkRolledBack(ctx context.Context, why string) error {
+	key := a.keys.Meta()
+	err := markRolledBack.Run(ctx, a.rdb, []string{key}, StatusRolledBack, why, a.opts.Now().UnixMilli()).Err()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("mark %s %s: %w", key, StatusRolledBack, err)
+	}
+	return nil
+}
+
+// markRolledBack sets the status unless it says rebuilding.
+var markRolledBack = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'status') == 'rebuilding' then return 0 end
+redis.call('HSET', KEYS[1], 'status', ARGV[1], 'rolled_back_reason', ARGV[2], 'rolled_back_ms', ARGV[3])
+return 1`)

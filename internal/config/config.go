@@ -1,4 +1,4 @@
-// Package config loads and validates projector's configuration (SPEC sections 7
+// Package config loads and validates projector's configuration (docs/contract.md sections 7
 // and 8) with viper: defaults, then an optional YAML file, then PROJECTOR_*
 // environment variables, then flags.
 package config
@@ -45,10 +45,26 @@ type RedisConfig struct {
 	KeyPrefix string   `mapstructure:"key_prefix"`
 	// Username and Password authenticate with AUTH (an ACL user, or only a
 	// password for requirepass); PasswordFile is read into Password by Load.
-	Username     string    `mapstructure:"username"`
-	Password     string    `mapstructure:"password"`
-	PasswordFile string    `mapstructure:"password_file"`
-	TLS          TLSConfig `mapstructure:"tls"`
+	Username     string `mapstructure:"username"`
+	Password     string `mapstructure:"password"`
+	PasswordFile string `mapstructure:"password_file"`
+	// AllowEviction accepts a server whose maxmemory-policy evicts keys
+	// (allkeys-*, volatile-*): start-up warns instead of refusing.
+	AllowEviction bool      `mapstructure:"allow_eviction"`
+	TLS           TLSConfig `mapstructure:"tls"`
+	// Wait is what a batch waits for before its offsets are committed.
+	Wait WaitConfig `mapstructure:"wait"`
+}
+
+// WaitConfig holds the `redis.wait.` keys: a batch's offsets are committed
+// only after its writes reached Replicas replicas (WAIT) and, with AOF, were
+// fsynced to the append-only file of the master and of those replicas
+// (WAITAOF, Redis 7.2+ and Valkey), on every master. A wait that times out
+// is retried; the consumer is not ready meanwhile.
+type WaitConfig struct {
+	Replicas int           `mapstructure:"replicas"`
+	AOF      bool          `mapstructure:"aof"`
+	Timeout  time.Duration `mapstructure:"timeout"`
 }
 
 // IdempotencyConfig holds the `idempotency.` keys.
@@ -74,7 +90,7 @@ type LogConfig struct {
 }
 
 // Defaults returns the configuration used when no source sets anything
-// (SPEC section 8): embedded mode (no brokers, no Redis addresses), time zone
+// (docs/contract.md section 8): embedded mode (no brokers, no Redis addresses), time zone
 // UTC and every projection on with projections.Defaults().
 // batch.max_events (20000) and batch.max_wait (5ms) are this
 // implementation's choice.
@@ -86,7 +102,7 @@ func Defaults() Config {
 			DLQTopic:       "shop.dlq",
 			MaxRecordBytes: 1 << 20,
 		},
-		Redis:       RedisConfig{Mode: "standalone"},
+		Redis:       RedisConfig{Mode: "standalone", Wait: WaitConfig{Timeout: time.Second}},
 		TimeZone:    "UTC",
 		Idempotency: IdempotencyConfig{Window: 24 * time.Hour},
 		Batch:       BatchConfig{MaxEvents: 20000, MaxWait: 5 * time.Millisecond},

@@ -13,7 +13,7 @@ import (
 )
 
 // Addresses used for the side that is not configured when the other one is
-// (SPEC section 7): configuring only Kafka brokers means Redis on
+// (docs/contract.md section 7): configuring only Kafka brokers means Redis on
 // DefaultRedisAddr, configuring only Redis addresses means Kafka on
 // DefaultKafkaAddr.
 const (

@@ -23,7 +23,7 @@ func TestDefaults(t *testing.T) {
 	if !reflect.DeepEqual(c, Defaults()) {
 		t.Fatalf("no sources:\n got %+v\nwant %+v", c, Defaults())
 	}
-	// The SPEC values, independently of Defaults().
+	// The contract's values, independently of Defaults().
 	tests := []struct {
 		key  string
 		want any
@@ -49,12 +49,16 @@ func TestDefaults(t *testing.T) {
 		{"redis.username", ""},
 		{"redis.password", ""},
 		{"redis.password_file", ""},
+		{"redis.allow_eviction", false},
 		{"redis.tls.enabled", false},
 		{"redis.tls.ca_file", ""},
 		{"redis.tls.cert_file", ""},
 		{"redis.tls.key_file", ""},
 		{"redis.tls.server_name", ""},
 		{"redis.tls.insecure_skip_verify", false},
+		{"redis.wait.replicas", 0},
+		{"redis.wait.aof", false},
+		{"redis.wait.timeout", time.Second},
 		{"time_zone", "UTC"},
 		{"idempotency.window", 24 * time.Hour},
 		{"batch.max_events", 20000},
@@ -260,6 +264,8 @@ func TestPrecedence(t *testing.T) {
 		{"log level flag", "", []string{"PROJECTOR_LOG_LEVEL=warn"}, []string{"--log-level", "debug"}, "log.level", "debug"},
 		{"key prefix flag", "", nil, []string{"--key-prefix", "shop:"}, "redis.key_prefix", "shop:"},
 		{"key prefix env empty", "redis:\n  key_prefix: x\n", []string{"PROJECTOR_REDIS_KEY_PREFIX="}, nil, "redis.key_prefix", ""},
+		{"allow eviction env", "", []string{"PROJECTOR_REDIS_ALLOW_EVICTION=true"}, nil, "redis.allow_eviction", true},
+		{"allow eviction file", "redis:\n  allow_eviction: true\n", nil, nil, "redis.allow_eviction", true},
 		{"time zone env", "", []string{"PROJECTOR_TIME_ZONE=Europe/Berlin"}, nil, "time_zone", "Europe/Berlin"},
 		{"int from env", "", []string{"PROJECTOR_KAFKA_MAX_RECORD_BYTES=2048"}, nil, "kafka.max_record_bytes", 2048},
 		{"duration days", "", nil, []string{"--set", "idempotency.window=30d"}, "idempotency.window", 720 * time.Hour},

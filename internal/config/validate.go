@@ -131,6 +131,9 @@ func checkRedis(c *Config) error {
 	if r.Mode == "standalone" && len(r.Addrs) > 1 {
 		return keyErr(keyRedisAddrs, fmt.Sprintf("standalone mode takes one address (got %d); set redis.mode to cluster for a Redis Cluster", len(r.Addrs)))
 	}
+	if r.Wait.Replicas < 0 {
+		return keyErr("redis.wait.replicas", fmt.Sprintf("must be 0 (no wait) or more (got %d)", r.Wait.Replicas))
+	}
 	if strings.ContainsAny(r.KeyPrefix, "{}") {
 		return keyErr("redis.key_prefix", fmt.Sprintf("must not contain { or } (got %q): the prefix stays outside the hash tag", r.KeyPrefix))
 	}

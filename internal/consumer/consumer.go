@@ -11,9 +11,11 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"projector/internal/apply"
 	"projector/internal/kafkaconn"
+	"projector/internal/logsample"
 	"projector/internal/obs"
 )
 
@@ -38,6 +40,15 @@ type Options struct {
 	// token it acknowledges, and Withdraw when the consumer stops.
 	Publish  func(ctx context.Context, ack string) error
 	Withdraw func(ctx context.Context) error
+	// Window is idempotency.window: records older than it are not applied
+	// again after Redis went back in time (their duplicates may no longer be
+	// recognised); the projections are marked for a replay instead.
+	Window time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Reconnects, when set, counts the connections made to Redis: a new one
+	// makes the consumer look again whether Redis went back in time.
+	Reconnects func() uint64
 	// ShutdownGrace bounds how long a batch in flight may still retry Redis
 	// after the context ends (default 30s); past it the batch is left uncommitted.
 	ShutdownGrace time.Duration
@@ -46,6 +57,8 @@ type Options struct {
 // Applier is what the consumer needs of internal/apply.
 type Applier interface {
 	Apply(ctx context.Context, recs []apply.Record, ranges []apply.Range) (apply.Result, error)
+	// Repair applies records again after Redis went back in time.
+	Repair(ctx context.Context, recs []apply.Record, ranges []apply.Range) (apply.Result, error)
 }
 
 // DLQGate remembers which poison records were dead-lettered, so a redelivered
@@ -77,6 +90,9 @@ type Consumer struct {
 	metrics *obs.Metrics
 	health  *obs.Health
 	log     *zap.Logger
+	// poisonLog writes "poison record dead-lettered" for the first records
+	// of each reason class per interval and a summary of the rest.
+	poisonLog *logsample.Limiter
 }
 
 // New builds a consumer; Run starts it.
@@ -87,6 +103,9 @@ func New(opts Options, applier Applier, meta Meta, gate DLQGate, m *obs.Metrics,
 	if opts.Kafka == nil {
 		opts.Kafka = kafkaconn.Plain(opts.Brokers)
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	w := &kafka.Writer{
 		Addr:                   kafka.TCP(opts.Brokers...),
 		Transport:              opts.Kafka.Transport(),
@@ -94,7 +113,7 @@ func New(opts Options, applier Applier, meta Meta, gate DLQGate, m *obs.Metrics,
 		Balancer:               &kafka.Hash{},
 		RequiredAcks:           kafka.RequireAll,
 		BatchTimeout:           time.Millisecond,
-		BatchBytes:             int64(fetchMaxBytes(opts)),
+		BatchBytes:             int64(readerMaxBytes(opts.MaxRecordBytes)),
 		AllowAutoTopicCreation: true,
 		// No retries inside kafka-go: a write whose acknowledgement was lost
 		// would be written again unseen. deadLetter retries, after looking
@@ -102,12 +121,10 @@ func New(opts Options, applier Applier, meta Meta, gate DLQGate, m *obs.Metrics,
 		MaxAttempts: 1,
 	}
 	return &Consumer{opts: opts, dlq: w, applier: applier, meta: meta, gate: gate, metrics: m, health: h, log: log,
-		owner: ownerName(), topics: newTopicWatch(opts.Topics, h, log)}
+		owner: ownerName(), topics: newTopicWatch(opts.Topics, h, log),
+		poisonLog: logsample.New(log, "poison record dead-lettered", "poison records dead-lettered",
+			logsample.Options{Level: zapcore.WarnLevel})}
 }
-
-// fetchMaxBytes bounds a fetch response and a dead-letter batch: room for two
-// records of the largest accepted size.
-func fetchMaxBytes(opts Options) int { return max(10<<20, 2*opts.MaxRecordBytes+(1<<20)) }
 
 // newReader builds the group member that fetches topics.
 func (c *Consumer) newReader(topics []string) *kafka.Reader {
@@ -117,7 +134,7 @@ func (c *Consumer) newReader(topics []string) *kafka.Reader {
 		GroupID:           c.opts.GroupID,
 		GroupTopics:       topics,
 		MinBytes:          1,
-		MaxBytes:          fetchMaxBytes(c.opts),
+		MaxBytes:          readerMaxBytes(c.opts.MaxRecordBytes),
 		MaxWait:           250 * time.Millisecond,
 		QueueCapacity:     max(1000, c.opts.MaxEvents),
 		CommitInterval:    0,
@@ -136,6 +153,8 @@ func (c *Consumer) newReader(topics []string) *kafka.Reader {
 // and returns nil. It returns an error only when it cannot go on.
 func (c *Consumer) Run(ctx context.Context) error {
 	defer c.close()
+	go c.poisonLog.Run(ctx)
+	defer c.poisonLog.Flush() // the batch in flight may dead-letter after ctx ends
 	client, closeClient := c.opts.Kafka.WatchClient(c.opts.Topics, topicPoll, 5*time.Second)
 	defer closeClient()
 	go c.topics.run(ctx, func(ctx context.Context) (topicMeta, error) { return readTopicMeta(ctx, client, c.opts.Topics) })
@@ -147,6 +166,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 		defer func() { _ = c.opts.Withdraw(context.WithoutCancel(ctx)) }()
 	}
 	go c.watchMeta(ctx)
+	lostJobs := make(chan []lost)
+	go c.watchRollback(ctx, lostJobs)
 	c.log.Info("consuming", zap.Strings("topics", c.opts.Topics), zap.String("group", c.opts.GroupID),
 		zap.Int("batch_max_events", c.opts.MaxEvents), zap.Duration("batch_max_wait", c.opts.MaxWait))
 	var parts map[string]int
@@ -158,7 +179,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		if len(parts) == 0 {
 			continue // every topic vanished: wait for one
 		}
-		if err := c.session(ctx, parts); err != nil || ctx.Err() != nil {
+		if err := c.session(ctx, parts, lostJobs); err != nil || ctx.Err() != nil {
 			return err
 		}
 	}
@@ -173,8 +194,9 @@ func (c *Consumer) Topics() []string { return c.topics.existing() }
 // stops fetching, finishes the batch in flight, commits every batch it
 // applied and leaves the group. Records fetched but not yet applied are
 // dropped uncommitted: the next session (or another member) fetches them
-// again from the committed offsets, as after any rebalance.
-func (c *Consumer) session(ctx context.Context, parts map[string]int) error {
+// again from the committed offsets, as after any rebalance. Between batches
+// it takes the lost records of lostJobs (see watchRollback).
+func (c *Consumer) session(ctx context.Context, parts map[string]int, lostJobs <-chan []lost) error {
 	var topics []string
 	for _, t := range c.opts.Topics {
 		if _, ok := parts[t]; ok {
@@ -198,7 +220,7 @@ func (c *Consumer) session(ctx context.Context, parts map[string]int) error {
 	fetchers.Go(func() { c.pump(fctx, records) })
 	fetchers.Go(func() { c.batch(fctx, records, want, batches) })
 	cm := c.startCommitter(ctx)
-	err := c.consume(ctx, changed, want, batches, cm)
+	err := c.consume(ctx, changed, want, batches, lostJobs, cm)
 	stopFetching()
 	fetchers.Wait()
 	if cerr := cm.close(); err == nil {
@@ -214,14 +236,22 @@ func (c *Consumer) session(ctx context.Context, parts map[string]int) error {
 }
 
 // consume applies batch after batch until ctx ends, stop is closed or a
-// batch cannot be applied. stop is looked at between batches only.
-func (c *Consumer) consume(ctx context.Context, stop <-chan struct{}, want chan<- struct{}, batches <-chan []kafka.Message, cm *committer) error {
+// batch cannot be applied. stop is looked at between batches only. Between
+// batches it applies again the records that watchRollback found missing
+// from Redis.
+func (c *Consumer) consume(ctx context.Context, stop <-chan struct{}, want chan<- struct{}, batches <-chan []kafka.Message,
+	lostJobs <-chan []lost, cm *committer) error {
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-stop:
 			return nil
+		case ls := <-lostJobs:
+			if err := c.repairLost(ctx, ls); err != nil {
+				return err
+			}
+			continue
 		case want <- struct{}{}:
 		}
 		select {

@@ -85,14 +85,14 @@ func (c *Consumer) deadLetter(ctx context.Context, bad []Poison) error {
 			{Key: "source-partition", Value: []byte(strconv.Itoa(m.Partition))},
 			{Key: "source-offset", Value: []byte(strconv.FormatInt(m.Offset, 10))},
 		}})
-		c.log.Warn("poison record dead-lettered", zap.String("topic", m.Topic), zap.Int("partition", m.Partition),
-			zap.Int64("offset", m.Offset), zap.String("reason", p.Reason))
 	}
 	if err := c.dlq.WriteMessages(ctx, out...); err != nil {
 		return fmt.Errorf("write %d records to dead-letter topic %s: %w", len(out), c.opts.DLQTopic, err)
 	}
 	for _, p := range todo {
 		c.metrics.DeadLettered.WithLabelValues(p.Msg.Topic).Inc()
+		c.poisonLog.Log(ReasonClass(p.Reason), zap.String("topic", p.Msg.Topic), zap.Int("partition", p.Msg.Partition),
+			zap.Int64("offset", p.Msg.Offset), zap.String("reason", p.Reason))
 	}
 	return c.mark(ctx, bad, "")
 }

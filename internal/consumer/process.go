@@ -110,12 +110,25 @@ func (c *Consumer) process(ctx context.Context, msgs []kafka.Message, cm *commit
 		dlqErr <- err
 	}()
 	var res apply.Result
+	repairing := false // Redis went back in time: apply the batch with Repair from now on
 	err := c.retry(wctx, "apply", func(wctx context.Context) error {
 		for {
 			var err error
 			c.pause.applying.Lock()
-			res, err = c.applier.Apply(wctx, recs, ranges)
+			if repairing {
+				res, err = c.applier.Repair(wctx, recs, ranges)
+			} else {
+				res, err = c.applier.Apply(wctx, recs, ranges)
+			}
 			c.pause.applying.Unlock()
+			var ge *apply.GapError
+			if errors.As(err, &ge) {
+				repairing = true
+				if err := c.repair(wctx, lostBefore(ge, ranges)); err != nil && !errors.Is(err, errUnrepairable) {
+					return err
+				}
+				continue
+			}
 			var nr *apply.NotReadyError
 			if !errors.As(err, &nr) {
 				return err

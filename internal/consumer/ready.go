@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
 	"projector/internal/apply"
@@ -18,12 +17,19 @@ type Meta interface {
 	MetaStatus(ctx context.Context) (string, error)
 	PauseToken(ctx context.Context) (string, error)
 	InitMeta(ctx context.Context, info map[string]string) (bool, error)
+	// MarkRolledBack sets status rolled_back: Redis went back in time beyond
+	// what the consumer can repair, and a replay must rebuild the projections.
+	MarkRolledBack(ctx context.Context, why string) error
+	// ReadEvidence and Identity tell what Redis holds as applied and which
+	// servers it is (see rollwatch.go).
+	ReadEvidence(ctx context.Context) (apply.Evidence, error)
+	Identity(ctx context.Context) (map[string]string, error)
 }
 
 // errShutdown ends a wait for readiness because the consumer is stopping.
 var errShutdown = errors.New("shutting down while projections are not ready")
 
-// readiness tracks whether Redis holds usable projections (SPEC section 6).
+// readiness tracks whether Redis holds usable projections (docs/contract.md section 6).
 type readiness struct {
 	check sync.Mutex // serializes checkMeta, so the last report is the latest read
 	mu    sync.Mutex
@@ -82,6 +88,8 @@ func (c *Consumer) report(status string) {
 		c.ready.lost = true
 		c.metrics.RedisDataLost.Set(1)
 		c.health.SetReady(false, "redis lost its data: run replayer")
+	case apply.StatusRolledBack:
+		c.health.SetReady(false, "redis went back in time beyond repair: run replayer")
 	default:
 		c.health.SetReady(false, "projections status "+status+": waiting for the replay to finish")
 	}
@@ -97,6 +105,7 @@ func (c *Consumer) waitReady(ctx context.Context) error {
 		}
 		if err != nil {
 			c.log.Warn("check projections meta", zap.Error(err))
+			c.health.SetReady(false, "check projections meta failing: "+err.Error())
 		}
 		c.ackPause(ctx)
 		select {
@@ -139,27 +148,6 @@ func (c *Consumer) watchMeta(ctx context.Context) {
 
 // groupHasCommits reports whether the group committed an offset for any partition of its topics.
 func (c *Consumer) groupHasCommits(ctx context.Context) (bool, error) {
-	client := c.opts.Kafka.Client(10 * time.Second)
-	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: c.opts.Topics})
-	if err != nil {
-		return false, fmt.Errorf("read topic metadata: %w", err)
-	}
-	parts := map[string][]int{}
-	for _, t := range meta.Topics {
-		for _, p := range t.Partitions {
-			parts[t.Name] = append(parts[t.Name], p.ID)
-		}
-	}
-	res, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: c.opts.GroupID, Topics: parts})
-	if err != nil {
-		return false, fmt.Errorf("read committed offsets of group %s: %w", c.opts.GroupID, err)
-	}
-	for _, ps := range res.Topics {
-		for _, p := range ps {
-			if p.CommittedOffset >= 0 {
-				return true, nil
-			}
-		}
-	}
-	return false, nil
+	offs, err := c.committedOffsets(ctx)
+	return len(offs) > 0, err
 }

@@ -1,4 +1,4 @@
-// Package corpus is the bad-input corpus of SPEC section 2: records that break
+// Package corpus is the bad-input corpus of docs/contract.md section 2: records that break
 // one rule each, with the field and a substring of the rule the decoder must
 // name. pkg/events tests its decoder on them; the end-to-end suite sends them
 // through a real broker and expects each in the dead-letter topic.
@@ -44,7 +44,7 @@ func ItemsJSON(n int) string {
 	return `"items":[` + strings.Join(parts, ",") + `]`
 }
 
-// Cases returns the corpus: every rule of SPEC section 2 at least once, plus
+// Cases returns the corpus: every rule of docs/contract.md section 2 at least once, plus
 // invalid UTF-8, duplicate keys, deep nesting, numbers as strings, negative
 // and overflowing numbers, NUL bytes, braces and newlines in ids.
 func Cases() []Case {

@@ -92,9 +92,25 @@ func chromium(t *testing.T, url string, args ...string) (string, string) {
 // uncaught exceptions.
 var consoleLine = regexp.MustCompile(`(?m)^.*(CONSOLE|Uncaught|ERR_).*$`)
 
+// cspViolation matches Chromium's console report of a Content Security
+// Policy violation ("Executing inline script violates the following Content
+// Security Policy directive ...", "Refused to load ...").
+var cspViolation = regexp.MustCompile(`(?m)^.*CONSOLE.*(Content Security Policy|Refused to).*$`)
+
 func TestDashboardInHeadlessChromium(t *testing.T) {
 	url := startDashboard(t) + "/?user=u1"
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if csp := res.Header.Get("Content-Security-Policy"); csp != obs.ContentSecurityPolicy {
+		t.Fatalf("the page's Content-Security-Policy is %q, want %q", csp, obs.ContentSecurityPolicy)
+	}
 	dom, stderr := chromium(t, url, "--dump-dom")
+	if bad := cspViolation.FindAllString(stderr, -1); len(bad) > 0 {
+		t.Errorf("Content Security Policy violations:\n%s", strings.Join(bad, "\n"))
+	}
 	if bad := consoleLine.FindAllString(stderr, -1); len(bad) > 0 {
 		t.Errorf("console messages or load errors:\n%s", strings.Join(bad, "\n"))
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 // TestBadInputApacheKafka sends the whole bad-input corpus (internal/corpus:
-// every rule of SPEC section 2, invalid UTF-8, duplicate keys, deep nesting,
+// every rule of docs/contract.md section 2, invalid UTF-8, duplicate keys, deep nesting,
 // numbers as strings, negative and overflowing numbers, NUL bytes, braces and
 // newlines in ids) and a 2 MiB record through a real broker, between valid
 // events. Each bad record must land in the dead-letter topic once, with a

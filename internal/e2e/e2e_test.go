@@ -192,7 +192,7 @@ func checkModel(t *testing.T, rdb redis.UniversalClient, log []gen.Record, start
 }
 
 // checkDeadLetters asserts the dead-letter topic holds exactly the poison
-// records of the source topics, once each, with the headers of SPEC section 2.
+// records of the source topics, once each, with the headers of docs/contract.md section 2.
 // A poison record the test's producer wrote twice (a retry during a broker
 // restart) is two records of the log, each dead-lettered once.
 func checkDeadLetters(t *testing.T, brokers, topics []string, dlq string, log []gen.Record) {

@@ -14,12 +14,14 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"projector/internal/app"
 	"projector/internal/config"
 	"projector/internal/dashboard"
 	"projector/internal/gen"
 	"projector/internal/kafkaconn"
+	"projector/internal/logsample"
 	"projector/internal/obs"
 )
 
@@ -112,6 +114,11 @@ func produce(ctx context.Context, cfg config.Config, rate int, st *status, log *
 	}
 	t := time.NewTicker(tick)
 	defer t.Stop()
+	// A broker that refuses writes fails every tick: a few lines in full, then summaries.
+	failed := logsample.New(log, "publish generated events", "publishing generated events failed",
+		logsample.Options{Level: zapcore.WarnLevel})
+	go failed.Run(ctx)
+	defer failed.Flush()
 	for {
 		msgs := make([]kafka.Message, 0, per)
 		now := time.Now()
@@ -123,7 +130,7 @@ func produce(ctx context.Context, cfg config.Config, rate int, st *status, log *
 			if ctx.Err() != nil {
 				return
 			}
-			log.Warn("publish generated events", zap.Error(err))
+			failed.Log("publish", zap.Error(err))
 		} else {
 			st.produced.Add(int64(len(msgs)))
 		}

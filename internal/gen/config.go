@@ -21,7 +21,7 @@ type Config struct {
 	// DupRate is the share of records that re-publish an earlier valid record
 	// of the same topic (same key and value).
 	DupRate float64
-	// PoisonRate is the share of records that are poison (SPEC section 2).
+	// PoisonRate is the share of records that are poison (docs/contract.md section 2).
 	PoisonRate float64
 	// OutOfOrderRate is the share of events whose ts goes back in time (up to
 	// three hours before the user's newest ts so far).

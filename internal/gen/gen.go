@@ -1,5 +1,5 @@
 // Package gen generates deterministic, realistic shop traffic for projector:
-// views, clicks, orders and history events (SPEC section 2), with duplicate
+// views, clicks, orders and history events (docs/contract.md section 2), with duplicate
 // publications, out-of-order event times and poison records mixed in.
 //
 // The embedded demo streams records with Next (event times near the clock it
@@ -174,7 +174,7 @@ func (g *Generator) eventTS(user string, lo, width int64, snap bool) int64 {
 	return ts
 }
 
-// clampTS keeps ts inside the valid range of SPEC section 2.
+// clampTS keeps ts inside the valid range of docs/contract.md section 2.
 func clampTS(ts int64) int64 {
 	return min(max(ts, minTS), maxTS-1)
 }

@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 )
 
-// This file is a minimal, strict validator of SPEC section 2 written for the
+// This file is a minimal, strict validator of docs/contract.md section 2 written for the
 // tests only: it decides independently of the generator whether a record
 // value is a valid event.
 
@@ -104,7 +104,7 @@ type strictEvent struct {
 	TS                          int64
 }
 
-// validate returns the event if v is a valid event per SPEC section 2.
+// validate returns the event if v is a valid event per docs/contract.md section 2.
 func validate(v []byte) (strictEvent, error) {
 	var e strictEvent
 	if err := checkSyntax(v); err != nil {

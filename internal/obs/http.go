@@ -26,7 +26,9 @@ const shutdownTimeout = 5 * time.Second
 //     /debug/pprof/profile?seconds=30 for a CPU profile;
 //   - routes: extra handlers (the read API and dashboard).
 //
-// Bodies are text/plain without a trailing newline. m and h must not be nil.
+// Bodies are text/plain without a trailing newline. Every response carries
+// the headers of Harden, and only GET and HEAD are served. m and h must not
+// be nil.
 func NewHTTPHandler(m *Metrics, h *Health, routes ...Route) http.Handler {
 	return NewMux(m.Registry, h, routes...)
 }
@@ -40,7 +42,7 @@ type Route struct {
 
 // NewMux is NewHTTPHandler for any registry (a process with metrics of its
 // own, like the read API): /metrics serves reg. reg and h must not be nil.
-func NewMux(reg *prometheus.Registry, h *Health, routes ...Route) *http.ServeMux {
+func NewMux(reg *prometheus.Registry, h *Health, routes ...Route) http.Handler {
 	mux := http.NewServeMux()
 	for _, r := range routes {
 		mux.Handle(r.Pattern, r.Handler)
@@ -65,7 +67,7 @@ func NewMux(reg *prometheus.Registry, h *Health, routes ...Route) *http.ServeMux
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return mux
+	return Harden(mux)
 }
 
 // writeText writes a plain-text, uncached response.

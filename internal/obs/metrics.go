@@ -78,6 +78,20 @@ type Metrics struct {
 	// RedisDataLost is 1 while the consumer has concluded that Redis lost
 	// its data and waits for a replay, else 0: projector_redis_data_lost.
 	RedisDataLost prometheus.Gauge
+	// RedisRollbacks counts the times Redis was found to hold an older state
+	// than the records applied before (a restart from an older snapshot, a
+	// lost AOF tail, a lagging replica promoted): projector_redis_rollbacks_total.
+	RedisRollbacks prometheus.Counter
+	// RollbackRecords is the number of records still to be applied again
+	// after Redis went back in time: projector_redis_rollback_records.
+	RollbackRecords prometheus.Gauge
+	// RollbackReapplied counts records read again from Kafka and applied
+	// again after Redis went back in time: projector_redis_rollback_reapplied_records_total.
+	RollbackReapplied prometheus.Counter
+	// EvictionPolicyAccepted is 1 when a Redis server's maxmemory-policy
+	// evicts keys and redis.allow_eviction accepted it, else 0:
+	// projector_redis_eviction_policy_accepted.
+	EvictionPolicyAccepted prometheus.Gauge
 	// Ready is 1 while the process reports ready, else 0: projector_ready.
 	// Health keeps it in sync; set it through Health, not directly.
 	Ready prometheus.Gauge
@@ -157,6 +171,19 @@ func NewMetrics() *Metrics {
 			Name: "projector_redis_data_lost",
 			Help: "1 while Redis is found to have lost its data and a replay is awaited, else 0.",
 		}),
+		RedisRollbacks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "projector_redis_rollbacks_total",
+			Help: "Times Redis was found holding an older state than the records applied before (the lost records are applied again).",
+		}),
+		RollbackRecords: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "projector_redis_rollback_records",
+			Help: "Records still to be applied again after Redis went back in time.",
+		}),
+		RollbackReapplied: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "projector_redis_rollback_reapplied_records_total",
+			Help: "Records read again from Kafka and applied again after Redis went back in time.",
+		}),
+		EvictionPolicyAccepted: NewEvictionPolicyAccepted(),
 		Ready: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "projector_ready",
 			Help: "1 while the process is ready, else 0.",
@@ -175,8 +202,19 @@ func NewMetrics() *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.Events, m.Duplicates, m.DeadLettered, m.BatchDuration, m.BatchEvents,
 		m.RedisErrors, m.RedisRetries, m.KafkaFetchErrors, m.Commits, m.CommitErrors, m.ConsumerLag,
-		m.LastAppliedEventTimestamp, m.RedisDataLost, m.Ready, m.KeysWritten,
+		m.LastAppliedEventTimestamp, m.RedisDataLost, m.RedisRollbacks, m.RollbackRecords, m.RollbackReapplied,
+		m.EvictionPolicyAccepted, m.Ready, m.KeysWritten,
 		m.ScriptCalls,
 	)
 	return m
+}
+
+// NewEvictionPolicyAccepted returns the gauge
+// projector_redis_eviction_policy_accepted (the consumer's and the read
+// API's): 1 when redis.allow_eviction accepted an evicting maxmemory-policy.
+func NewEvictionPolicyAccepted() prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "projector_redis_eviction_policy_accepted",
+		Help: "1 when a Redis server's maxmemory-policy evicts keys and redis.allow_eviction accepted it, else 0.",
+	})
 }

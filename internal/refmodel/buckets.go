@@ -2,7 +2,7 @@ package refmodel
 
 import "time"
 
-// Calendar bucket labels of SPEC section 3.
+// Calendar bucket labels of docs/contract.md section 3.
 const (
 	yearLayout   = "2006"
 	monthLayout  = "2006-01"

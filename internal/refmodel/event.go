@@ -7,7 +7,7 @@ import (
 	"projector/internal/gen"
 )
 
-// event is the model's own view of a valid event (SPEC section 2). The model
+// event is the model's own view of a valid event (docs/contract.md section 2). The model
 // trusts the generator's Poison flag and does not validate.
 type event struct {
 	ID        string `json:"id"`

@@ -9,7 +9,7 @@ import (
 	"projector/internal/gen"
 )
 
-// model applies events to a store as SPEC section 4 describes.
+// model applies events to a store as docs/contract.md section 4 describes.
 type model struct {
 	opts  Options
 	loc   *time.Location
@@ -49,7 +49,7 @@ func Expected(opts Options, log []gen.Record) State {
 }
 
 // DuplicatesOutsideWindow returns the ids of valid records that repeat an
-// earlier id although their ts + opts.Window <= opts.Now: SPEC guarantees to
+// earlier id although their ts + opts.Window <= opts.Now: the contract guarantees to
 // recognise duplicates only within the window after the event's ts, so a
 // pipeline may apply these twice where Expected applies them once.
 func DuplicatesOutsideWindow(opts Options, log []gen.Record) []string {

@@ -1,5 +1,5 @@
 // Package refmodel is an independent reference model of projector's Redis
-// read models (SPEC section 4): Expected computes, from a generated log, the
+// read models (docs/contract.md section 4): Expected computes, from a generated log, the
 // Redis state that processing each distinct event once must leave behind, and
 // Compare diffs that state against a live Redis.
 //
@@ -20,14 +20,14 @@ import (
 
 // Options describes the deployment whose state is modelled.
 type Options struct {
-	// Projections selects and tunes the projections (SPEC section 8).
+	// Projections selects and tunes the projections (docs/contract.md section 8).
 	Projections projections.Config
 	// Location is the time_zone of calendar buckets; nil means UTC.
 	Location *time.Location
 	// KeyPrefix is redis.key_prefix, put in front of every key.
 	KeyPrefix string
 	// Window is idempotency.window. Expected applies every event id once
-	// regardless; DuplicatesOutsideWindow lists the duplicates SPEC does not
+	// regardless; DuplicatesOutsideWindow lists the duplicates the contract does not
 	// guarantee to recognise.
 	Window time.Duration
 	// Now is the time of processing: writes whose EXPIREAT is <= Now are

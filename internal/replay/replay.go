@@ -1,5 +1,5 @@
 // Package replay rebuilds projections from the canonical event log in Kafka
-// after Redis lost data (SPEC section 6), with the consumer's own planner and
+// after Redis lost data (docs/contract.md section 6), with the consumer's own planner and
 // applier, and hands over to the consumers through the watermarks it leaves.
 package replay
 
@@ -17,6 +17,7 @@ import (
 	"projector/internal/apply"
 	"projector/internal/config"
 	"projector/internal/fingerprint"
+	"projector/internal/redischeck"
 	"projector/pkg/projections"
 )
 
@@ -80,8 +81,10 @@ func batchOr(n, def int) int {
 }
 
 // Run rebuilds after Redis lost its data. It refuses (with an error saying
-// why) when nothing was lost, when another replayer runs, or when Kafka no
-// longer holds the beginning of the log (unless AllowPartial).
+// why) when a server's maxmemory-policy evicts keys (*redischeck.EvictionError,
+// unless redis.allow_eviction), when nothing was lost, when another replayer
+// runs, or when Kafka no longer holds the beginning of the log (unless
+// AllowPartial).
 func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) (Summary, error) {
 	start := time.Now()
 	sum := Summary{ByType: map[string]int64{}}
@@ -91,6 +94,9 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 	}
 	rdb := app.NewRedis(cfg.Redis)
 	defer rdb.Close()
+	if _, err := redischeck.Check(ctx, rdb, cfg.Redis.AllowEviction, log); err != nil {
+		return sum, err
+	}
 	keys := projections.Keys{Prefix: cfg.Redis.KeyPrefix}
 	status, err := rdb.HGet(ctx, keys.Meta(), "status").Result()
 	if err != nil && err != redis.Nil {
@@ -145,7 +151,8 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 		return sum, err
 	}
 	applier := apply.New(rdb, planner, apply.Options{Window: cfg.Idempotency.Window, Location: cfg.Location,
-		KeyPrefix: cfg.Redis.KeyPrefix, Now: time.Now, IgnoreMeta: true})
+		KeyPrefix: cfg.Redis.KeyPrefix, Now: time.Now, IgnoreMeta: true, Evidence: true,
+		Sync: apply.Sync{Replicas: cfg.Redis.Wait.Replicas, AOF: cfg.Redis.Wait.AOF, Timeout: cfg.Redis.Wait.Timeout}})
 	if err := applier.LoadScript(ctx); err != nil {
 		return sum, err
 	}

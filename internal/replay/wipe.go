@@ -7,7 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// patterns returns the key patterns of the named projections (SPEC section 4).
+// patterns returns the key patterns of the named projections (docs/contract.md section 4).
 func patterns(prefix string, names []string) []string {
 	byName := map[string][]string{
 		"last_viewed":   {"lv:*"},
@@ -30,7 +30,7 @@ func patterns(prefix string, names []string) []string {
 
 // bookkeeping are the px: keys that exactly-once relies on (not the lease or meta).
 func bookkeeping(prefix string) []string {
-	return []string{prefix + "px:seen:*", prefix + "px:wm:*", prefix + "px:dlq:*"}
+	return []string{prefix + "px:seen:*", prefix + "px:wm:*", prefix + "px:nwm:*", prefix + "px:dlq:*"}
 }
 
 // wipe deletes every key matching the patterns, on every master (SCAN + UNLINK).

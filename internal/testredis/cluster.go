@@ -16,14 +16,14 @@ import (
 // clusterSlots is the number of hash slots in a Redis Cluster.
 const clusterSlots = 16384
 
-// Cluster is a Redis Cluster of master-only redis-server processes started
-// by StartCluster.
+// Cluster is a Redis Cluster of master-only redis-server (or, with
+// WithValkey, valkey-server) processes started by StartCluster.
 type Cluster struct {
 	nodes  []*Server
 	client *redis.ClusterClient
 }
 
-// StartCluster starts masters redis-server processes with cluster-enabled
+// StartCluster starts masters server processes with cluster-enabled
 // yes (cluster-node-timeout 5000 ms unless overridden with WithArgs), each on
 // a free loopback port below 55000 whose bus port (port+10000) is free too,
 // each with its own directory and nodes.conf. It assigns the 16384 slots
@@ -169,6 +169,9 @@ func (c *Cluster) Addrs() []string {
 	}
 	return addrs
 }
+
+// Flavor returns the nodes' implementation (Redis or Valkey).
+func (c *Cluster) Flavor() Flavor { return c.nodes[0].Flavor() }
 
 // Client returns a cluster client for all nodes; it is closed at cleanup.
 func (c *Cluster) Client() *redis.ClusterClient { return c.client }

@@ -9,8 +9,23 @@ import (
 )
 
 func TestCluster(t *testing.T) {
-	c := StartCluster(t, 3)
+	for _, f := range Flavors() {
+		t.Run(string(f), func(t *testing.T) { testCluster(t, f) })
+	}
+}
+
+// testCluster checks a 3-master cluster of flavor f.
+func testCluster(t *testing.T, f Flavor) {
+	c := StartCluster(t, 3, WithFlavor(f))
 	ctx := context.Background()
+	if c.Flavor() != f {
+		t.Fatalf("Flavor() = %s, want %s", c.Flavor(), f)
+	}
+	for _, n := range c.Nodes() {
+		if err := checkFlavor(ctx, n, f); err != nil {
+			t.Fatalf("node %s: %v", n.Addr(), err)
+		}
+	}
 	if n := len(c.Nodes()); n != 3 {
 		t.Fatalf("Nodes() has %d servers, want 3", n)
 	}

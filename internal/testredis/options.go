@@ -7,6 +7,7 @@ type Option func(*config)
 
 // config is the set of choices made by Options.
 type config struct {
+	flavor       Flavor
 	aof          bool
 	extraArgs    []string
 	readyTimeout time.Duration
@@ -14,7 +15,7 @@ type config struct {
 
 // defaultConfig returns the configuration used when no Option is given.
 func defaultConfig() config {
-	return config{readyTimeout: 30 * time.Second}
+	return config{flavor: Redis, readyTimeout: 30 * time.Second}
 }
 
 // applyOptions folds opts into the default configuration.
@@ -47,3 +48,14 @@ func WithArgs(args ...string) Option {
 func WithReadyTimeout(d time.Duration) Option {
 	return func(c *config) { c.readyTimeout = d }
 }
+
+// WithFlavor chooses the server implementation (default Redis). Valkey needs
+// scripts/testenv/valkey.sh fetch first; a missing binary or an unknown
+// flavor fails the test at start.
+func WithFlavor(f Flavor) Option {
+	return func(c *config) { c.flavor = f }
+}
+
+// WithValkey starts valkey-server 8.1 instead of redis-server:
+// WithFlavor(Valkey).
+func WithValkey() Option { return WithFlavor(Valkey) }

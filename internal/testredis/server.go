@@ -25,11 +25,14 @@ const startAttempts = 5
 // falls back to SIGKILL.
 const stopTimeout = 15 * time.Second
 
-// Server is one redis-server process started by StartStandalone or as a
-// node of a Cluster. Its methods are safe for concurrent use.
+// Server is one redis-server (or valkey-server) process started by
+// StartStandalone or as a node of a Cluster. Its methods are safe for
+// concurrent use.
 type Server struct {
 	cfg     config
 	cluster bool
+	bin     string
+	version string
 	dir     string
 	logPath string
 
@@ -40,10 +43,10 @@ type Server struct {
 	client *redis.Client
 }
 
-// StartStandalone starts a standalone redis-server on a free 127.0.0.1 port
-// with its own temporary directory and waits until it answers PING. The
-// server and its Client are shut down by tb.Cleanup. A missing redis-server
-// binary or a failed start fails the test.
+// StartStandalone starts a standalone redis-server (valkey-server with
+// WithValkey) on a free 127.0.0.1 port with its own temporary directory and
+// waits until it answers PING. The server and its Client are shut down by
+// tb.Cleanup. A missing binary or a failed start fails the test.
 func StartStandalone(tb testing.TB, opts ...Option) *Server {
 	tb.Helper()
 	return startServer(tb, applyOptions(opts), false, 0)
@@ -53,14 +56,15 @@ func StartStandalone(tb testing.TB, opts ...Option) *Server {
 // port"; a given port is used as is (cluster nodes have pre-checked ports).
 func startServer(tb testing.TB, cfg config, cluster bool, port int) *Server {
 	tb.Helper()
-	bin, err := exec.LookPath("redis-server")
+	bin, err := cfg.flavor.binary()
 	if err != nil {
-		tb.Fatalf("testredis: redis-server not found on PATH (install it, e.g. apt-get install redis-server): %v", err)
+		tb.Fatalf("testredis: %v", err)
 	}
 	dir := tb.TempDir()
 	s := &Server{
 		cfg:     cfg,
 		cluster: cluster,
+		bin:     bin,
 		dir:     dir,
 		logPath: filepath.Join(dir, "redis.log"),
 	}
@@ -78,7 +82,7 @@ func startServer(tb testing.TB, cfg config, cluster bool, port int) *Server {
 		s.mu.Lock()
 		s.port = port
 		s.mu.Unlock()
-		err := s.launch(bin)
+		err := s.launch()
 		if err == nil {
 			err = s.waitReady()
 		}
@@ -89,16 +93,20 @@ func startServer(tb testing.TB, cfg config, cluster bool, port int) *Server {
 		if attempt < startAttempts && strings.Contains(s.logTail(), "Address already in use") {
 			continue
 		}
-		tb.Fatalf("testredis: start redis-server on %s: %v\nlast lines of %s:\n%s", s.Addr(), err, s.logPath, s.logTail())
+		tb.Fatalf("testredis: start %s on %s: %v\nlast lines of %s:\n%s", bin, s.Addr(), err, s.logPath, s.logTail())
 	}
 
 	s.mu.Lock()
 	s.client = redis.NewClient(&redis.Options{Addr: s.addrLocked(), DisableIdentity: true})
 	s.mu.Unlock()
+	if s.version, err = serverVersion(context.Background(), s.client, cfg.flavor); err != nil {
+		tb.Fatalf("testredis: %s on %s: %v", bin, s.Addr(), err)
+	}
 	return s
 }
 
-// args returns the redis-server command line for the current port.
+// args returns the server's command line for the current port (Valkey takes
+// the same arguments as Redis).
 func (s *Server) args(port int) []string {
 	a := []string{
 		"--port", strconv.Itoa(port),
@@ -125,13 +133,13 @@ func (s *Server) args(port int) []string {
 }
 
 // launch starts the process without waiting for it to become ready.
-func (s *Server) launch(bin string) error {
+func (s *Server) launch() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cmd := exec.Command(bin, s.args(s.port)...)
+	cmd := exec.Command(s.bin, s.args(s.port)...)
 	cmd.Dir = s.dir
 	cmd.SysProcAttr = sysProcAttr()
-	// redis-server logs to its logfile; anything printed before that (bad
+	// The server logs to its logfile; anything printed before that (bad
 	// arguments) goes to the same file so failure messages can show it.
 	out, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -140,7 +148,7 @@ func (s *Server) launch(bin string) error {
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		_ = out.Close()
-		return fmt.Errorf("exec redis-server: %w", err)
+		return fmt.Errorf("exec %s: %w", s.bin, err)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -173,7 +181,7 @@ func (s *Server) waitReady() error {
 	for {
 		select {
 		case <-done:
-			return errors.New("redis-server exited during start-up")
+			return errors.New("server exited during start-up")
 		default:
 		}
 		if lastErr = probeReady(probe); lastErr == nil {
@@ -212,6 +220,13 @@ func (s *Server) Addr() string {
 func (s *Server) addrLocked() string {
 	return "127.0.0.1:" + strconv.Itoa(s.port)
 }
+
+// Flavor returns the server's implementation (Redis or Valkey).
+func (s *Server) Flavor() Flavor { return s.cfg.flavor }
+
+// Version returns the server's own version from INFO server at start:
+// redis_version for Redis ("7.0.15"), valkey_version for Valkey ("8.1.8").
+func (s *Server) Version() string { return s.version }
 
 // Dir returns the server's data directory (also holding redis.log and, for
 // cluster nodes, nodes.conf).
@@ -302,17 +317,13 @@ func (s *Server) Resume() {
 func (s *Server) Restart(tb testing.TB) {
 	tb.Helper()
 	s.Stop()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		tb.Fatalf("testredis: redis-server not found on PATH: %v", err)
-	}
-	err = s.launch(bin)
+	err := s.launch()
 	if err == nil {
 		err = s.waitReady()
 	}
 	if err != nil {
 		s.Kill()
-		tb.Fatalf("testredis: restart redis-server on %s: %v\nlast lines of %s:\n%s", s.Addr(), err, s.logPath, s.logTail())
+		tb.Fatalf("testredis: restart %s on %s: %v\nlast lines of %s:\n%s", s.bin, s.Addr(), err, s.logPath, s.logTail())
 	}
 }
 

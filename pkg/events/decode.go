@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 )
 
-// Decode decodes and validates one Kafka record value (SPEC section 2): one
+// Decode decodes and validates one Kafka record value (docs/contract.md section 2): one
 // JSON object in UTF-8, without duplicate keys, nested at most MaxDepth deep,
 // with nothing after it. Unknown fields, and fields of other event types,
 // are ignored; an optional field that is null counts as absent. A view's

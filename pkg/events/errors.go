@@ -17,7 +17,7 @@ const (
 	maxRuleLen  = 512 // bytes of Rule shown by Error
 )
 
-// ValidationError says why a record is poison (SPEC section 2). Decode,
+// ValidationError says why a record is poison (docs/contract.md section 2). Decode,
 // Validate and CheckSize return it as *ValidationError.
 type ValidationError struct {
 	// Field names the offending field: "ts", "items[2].quantity",

@@ -1,4 +1,4 @@
-// Package events defines the shop events projector consumes (SPEC section 2)
+// Package events defines the shop events projector consumes (docs/contract.md section 2)
 // and decodes and validates their JSON form. It uses the standard library only.
 package events
 
@@ -7,7 +7,7 @@ import "time"
 // Type names the kind of an event.
 type Type string
 
-// The event types of SPEC section 2.
+// The event types of docs/contract.md section 2.
 const (
 	View               Type = "view"
 	Click              Type = "click"

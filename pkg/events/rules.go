@@ -2,7 +2,7 @@ package events
 
 import "strconv"
 
-// Limits of SPEC section 2.
+// Limits of docs/contract.md section 2.
 const (
 	// MinTS is the smallest accepted ts (2000-01-01T00:00:00Z in Unix ms).
 	MinTS int64 = 946684800000
@@ -207,7 +207,7 @@ func checkForeign(ev *Event) *ValidationError {
 }
 
 // CheckName returns a *ValidationError when v breaks the rule of user_id,
-// product_id, device, store_id and target_id (SPEC section 2), naming field;
+// product_id, device, store_id and target_id (docs/contract.md section 2), naming field;
 // else nil. Readers use it to validate ids they are asked for.
 func CheckName(field, v string) error {
 	if err := checkField(field, v); err != nil {

@@ -2,7 +2,7 @@ package projections
 
 import "time"
 
-// Buckets are the calendar buckets of one instant in a time zone (SPEC section 3).
+// Buckets are the calendar buckets of one instant in a time zone (docs/contract.md section 3).
 type Buckets struct {
 	Year, Month, Day, Hour, Minute string
 	// DayEnd, HourEnd and MinuteEnd are the next calendar boundaries, Unix ms.

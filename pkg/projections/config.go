@@ -2,7 +2,7 @@ package projections
 
 import "time"
 
-// Config selects and tunes the projections (SPEC section 8, keys under
+// Config selects and tunes the projections (docs/contract.md section 8, keys under
 // `projections.`). The zero value enables nothing; Defaults returns the
 // contract's defaults.
 type Config struct {
@@ -77,5 +77,5 @@ func Defaults() Config {
 	}
 }
 
-// Names lists the projection names in SPEC order.
+// Names lists the projection names in the contract's order.
 var Names = []string{"last_viewed", "history", "stats", "bestsellers", "product_views", "recent_orders", "orders", "trending"}

@@ -2,7 +2,7 @@ package projections
 
 import "strings"
 
-// Keys builds the Redis key names of SPEC section 4. Prefix (redis.key_prefix)
+// Keys builds the Redis key names of docs/contract.md section 4. Prefix (redis.key_prefix)
 // goes in front of every key, never inside the hash-tag braces.
 type Keys struct {
 	Prefix string
@@ -42,8 +42,8 @@ func (k Keys) UserStat(user, stat, bucket string) string {
 
 // UserStats returns UserStat(user, stat, buckets[g]) for each granularity g
 // that is on (the others are empty), built in one allocation whose memory
-// the keys share: a view's four counter keys were four allocations, a
-// quarter of its planning time.
+// the keys share: four separate concatenations would cost a view four
+// allocations, a quarter of its planning time.
 func (k Keys) UserStats(user, stat string, buckets [4]string, on [4]bool) [4]string {
 	parts := [...]string{k.Prefix, "st:{u:", user, "}:", stat, ":"}
 	head := 0
@@ -110,6 +110,11 @@ func (k Keys) Seen(user, day string) string { return k.Prefix + "px:seen:{u:" + 
 // Watermarks is `px:wm:{g}`, the hash of per-partition offsets whose global
 // effects are applied.
 func (k Keys) Watermarks() string { return k.Global("px:wm") }
+
+// NodeWatermarks is `px:nwm:{<tag>}`, the hash of per-partition offsets
+// whose writes on one Redis Cluster master are complete: tag is chosen so
+// that the key lives on that master ("g" on a standalone server).
+func (k Keys) NodeWatermarks(tag string) string { return k.Prefix + "px:nwm:{" + tag + "}" }
 
 // Meta is `px:meta:{g}`, the hash recording that projections exist.
 func (k Keys) Meta() string { return k.Global("px:meta") }

@@ -1,4 +1,4 @@
-// Package projections turns events into the Redis writes they imply (SPEC
+// Package projections turns events into the Redis writes they imply (docs/contract.md
 // section 4). Each projection is a pure function of the event, its
 // configuration and the current time; nothing here does I/O. The applier
 // (internal/apply) groups, coalesces and applies the writes.
@@ -44,12 +44,12 @@ type Projection interface {
 	Plan(in *Input, out []Write) []Write
 }
 
-// Planner applies the enabled projections, in SPEC order, to events. It is
+// Planner applies the enabled projections, in the contract's order, to events. It is
 // safe for concurrent use.
 type Planner struct {
 	loc         *time.Location
 	keys        Keys
-	projections []Projection // in SPEC order
+	projections []Projection // in the contract's order
 	order       []Projection // in plan order: per-user writes first
 	names       []string     // Name() of order
 	hours       hourCache    // the buckets and global keys of recently planned hours

@@ -8,7 +8,7 @@ import (
 	"projector/pkg/projections"
 )
 
-// Granularities from the coarsest to the finest (SPEC section 4 stats).
+// Granularities from the coarsest to the finest (docs/contract.md section 4 stats).
 var Granularities = []string{"year", "month", "day", "hour"}
 
 // maxPoints bounds the series of a stats read per granularity.
@@ -106,7 +106,7 @@ type coverPart struct {
 	b bucket
 }
 
-// timeLayouts are the bucket label formats of SPEC section 3 accepted by
+// timeLayouts are the bucket label formats of docs/contract.md section 3 accepted by
 // ParseTime, read in the configured time zone.
 var timeLayouts = []string{"2006", "2006-01", "2006-01-02", "2006-01-02T15"}
 

@@ -61,7 +61,7 @@ type OrderItem struct {
 	PriceCents int64  `json:"price_cents"`
 }
 
-// Order is the document `order:{u:<user>}:<id>` (SPEC section 4).
+// Order is the document `order:{u:<user>}:<id>` (docs/contract.md section 4).
 type Order struct {
 	ID         string      `json:"id"`
 	UserID     string      `json:"user_id"`

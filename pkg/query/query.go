@@ -1,4 +1,4 @@
-// Package query reads the projections of SPEC section 4 for web services:
+// Package query reads the projections of docs/contract.md section 4 for web services:
 // last viewed, history pages, stats series, bestsellers (today and the last
 // 7 days), most viewed today, recent orders, a customer's orders and
 // trending products. Key names come from projections.Keys and calendar
@@ -6,7 +6,7 @@
 // writes for the same redis.key_prefix and time_zone.
 //
 // Every read is bounded (page sizes, ranges, LIMIT) and ignores dead entries
-// (SPEC section 4: an entry whose ts + retention is not in the future). The
+// (docs/contract.md section 4: an entry whose ts + retention is not in the future). The
 // clock is injected (Options.Now) so results are deterministic in tests.
 //
 // Rankings that must page without drift are read from snapshots built in
@@ -92,7 +92,7 @@ func disabled(name string) error { return fmt.Errorf("%s: %w", name, ErrDisabled
 func (r *Reader) nowMs() int64 { return r.now().UnixMilli() }
 
 // aliveFrom is the exclusive lower score bound of live entries: an entry is
-// dead when ts + retention <= now (SPEC section 4, precise rules).
+// dead when ts + retention <= now (docs/contract.md section 4, precise rules).
 func (r *Reader) aliveFrom(retention time.Duration) string {
 	return "(" + strconv.FormatInt(r.nowMs()-retention.Milliseconds(), 10)
 }

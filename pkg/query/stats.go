@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Stats names the counters of SPEC section 4.
+// Stats names the counters of docs/contract.md section 4.
 var Stats = []string{"views", "clicks", "orders", "units", "revenue_cents"}
 
 // StatsQuery selects one counter over [From, To).

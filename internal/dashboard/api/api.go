@@ -52,7 +52,8 @@ type handler struct {
 	duration *prometheus.HistogramVec
 }
 
-// New returns the API handler; mount it at "/api/".
+// New returns the API handler; mount it at "/api/" behind obs.Harden, which
+// refuses methods other than GET and HEAD.
 func New(opts Options) http.Handler {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -97,10 +98,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 func (h *handler) serve(w http.ResponseWriter, req *http.Request, rt route, ok bool) int {
 	if !ok {
 		return writeError(w, http.StatusNotFound, "no such endpoint: "+req.URL.Path+" (see /api/)")
-	}
-	if req.Method != http.MethodGet && req.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		return writeError(w, http.StatusMethodNotAllowed, "use GET")
 	}
 	p := newParams(req.URL.RawQuery, rt.params...)
 	ctx, cancel := context.WithTimeout(req.Context(), h.opts.Timeout)

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"projector/internal/dashboard/status"
+	"projector/internal/obs"
 	"projector/internal/testredis"
 	"projector/pkg/projections"
 	"projector/pkg/query"
@@ -41,7 +42,7 @@ func newServer(t *testing.T) *server {
 		Now: clock, Registry: prometheus.NewRegistry()})
 	mux := http.NewServeMux()
 	mux.Handle("/api/", h)
-	s := &server{Server: httptest.NewServer(mux), rdb: rdb, keys: projections.Keys{Prefix: "shop:"}}
+	s := &server{Server: httptest.NewServer(obs.Harden(mux)), rdb: rdb, keys: projections.Keys{Prefix: "shop:"}}
 	t.Cleanup(s.Close)
 	seed(t, s)
 	return s

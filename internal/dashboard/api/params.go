@@ -67,7 +67,7 @@ func (p *params) integer(name string, def, min, max int) int {
 	return n
 }
 
-// name returns a user, product, device or store id following SPEC section 2;
+// name returns a user, product, device or store id following docs/contract.md section 2;
 // required names must be present, optional ones may be absent ("").
 func (p *params) name(name string, required bool) string {
 	if !p.has(name) && !required {

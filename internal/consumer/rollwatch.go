@@ -1,0 +1,136 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
+	"projector/internal/apply"
+)
+
+// How often watchRollback looks at the servers' identity, and how often it
+// compares the committed offsets with the watermarks regardless.
+const (
+	identityEvery = 2 * time.Second
+	offsetsEvery  = 30 * time.Second
+)
+
+// watchRollback finds partitions whose committed records Redis no longer
+// holds although no batch of them comes (an idle partition, or one another
+// consumer reads): at start, after a new connection to Redis, when a
+// server's identity changes (a restart, a promoted replica) and every
+// offsetsEvery, it compares the group's committed offsets with the
+// watermarks in Redis, and hands the lost ranges to the consume loop.
+func (c *Consumer) watchRollback(ctx context.Context, jobs chan<- []lost) {
+	var (
+		ids     map[string]string
+		dials   uint64
+		lastRun time.Time
+		t       = time.NewTicker(identityEvery)
+	)
+	defer t.Stop()
+	for {
+		now, reason := c.opts.Now(), ""
+		cur, err := c.meta.Identity(ctx)
+		switch {
+		case err != nil:
+			// unreachable: the batch in flight retries, and the next look decides
+		case ids == nil:
+			reason = "start"
+		case !maps.Equal(ids, cur):
+			reason = "a redis server's identity changed"
+		case c.opts.Reconnects != nil && c.opts.Reconnects() != dials:
+			reason = "new connections to redis"
+		case now.Sub(lastRun) >= offsetsEvery:
+			reason = "periodic"
+		}
+		if reason != "" {
+			if c.opts.Reconnects != nil {
+				dials = c.opts.Reconnects()
+			}
+			ls, err := c.findLost(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					c.log.Debug("compare committed offsets with redis watermarks", zap.Error(err))
+				}
+			} else {
+				ids, lastRun = cur, now
+				if len(ls) > 0 {
+					c.log.Warn("committed records missing from redis", zap.String("found_at", reason), zap.Stringers("lost", ls))
+					select {
+					case jobs <- ls:
+					case <-ctx.Done():
+						return
+					}
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// findLost compares the group's committed offsets with the watermarks: a
+// partition whose lowest watermark lies below its committed offset - 1 lost
+// the records in between. The offsets are read first: watermarks only
+// rise, and they rise before the offsets are committed. Nothing is lost
+// while the projections are not ready (a replay rebuilds them).
+func (c *Consumer) findLost(ctx context.Context) ([]lost, error) {
+	if status, err := c.meta.MetaStatus(ctx); err != nil || status != apply.StatusReady {
+		return nil, err
+	}
+	committed, err := c.committedOffsets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := c.meta.ReadEvidence(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byTP := map[topicPartition]lost{}
+	for tp, off := range committed {
+		low, node, ok := ev.Lowest(field(tp.topic, tp.partition))
+		if ok && low < off-1 {
+			byTP[tp] = lost{Topic: tp.topic, Partition: tp.partition, From: low + 1, To: off - 1, Node: node}
+		}
+	}
+	return sortedLost(byTP), nil
+}
+
+// committedOffsets reads the group's committed offset of every partition of its topics that has one.
+func (c *Consumer) committedOffsets(ctx context.Context) (map[topicPartition]int64, error) {
+	client := c.opts.Kafka.Client(10 * time.Second)
+	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: c.opts.Topics})
+	if err != nil {
+		return nil, fmt.Errorf("read topic metadata: %w", err)
+	}
+	parts := map[string][]int{}
+	for _, t := range meta.Topics {
+		for _, p := range t.Partitions {
+			parts[t.Name] = append(parts[t.Name], p.ID)
+		}
+	}
+	res, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: c.opts.GroupID, Topics: parts})
+	if err != nil {
+		return nil, fmt.Errorf("read committed offsets of group %s: %w", c.opts.GroupID, err)
+	}
+	if res.Error != nil {
+		return nil, fmt.Errorf("read committed offsets of group %s: %w", c.opts.GroupID, res.Error)
+	}
+	out := map[topicPartition]int64{}
+	for topic, ps := range res.Topics {
+		for _, p := range ps {
+			if p.Error == nil && p.CommittedOffset >= 0 {
+				out[topicPartition{topic, p.Partition}] = p.CommittedOffset
+			}
+		}
+	}
+	return out, nil
+}
