@@ -22,7 +22,7 @@ func TestRetryCountsWhatFailed(t *testing.T) {
 		step    string
 		fail    func(m *obs.Metrics) error
 		counted func(m *obs.Metrics) prometheus.Counter // nil: nothing but the step's Redis counters
-		redis   float64                                   // projector_redis_errors_total{op=step} and retries
+		redis   float64                                 // projector_redis_errors_total{op=step} and retries
 	}{
 		{step: "apply", fail: func(*obs.Metrics) error { return errors.New("READONLY You can't write against a read only replica") },
 			redis: 1},
