@@ -16,6 +16,19 @@ const (
 	ScopeGlobal
 )
 
+// String names the scope (for test failures and logs).
+func (s Scope) String() string {
+	switch s {
+	case ScopeUser:
+		return "user"
+	case ScopeUserAndGlobal:
+		return "user and global"
+	case ScopeGlobal:
+		return "global"
+	}
+	return "unknown"
+}
+
 // RebuildMode is how the replayer rebuilds a projection next to running
 // consumers (docs/contract.md section 6.2).
 type RebuildMode uint8
