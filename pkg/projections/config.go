@@ -17,6 +17,12 @@ type Config struct {
 	Trending     RetentionConfig    `mapstructure:"trending"`
 }
 
+// registry lists every projection's Spec (declared in the projection's own
+// file), in the contract's order (docs/contract.md section 4): the order of
+// the sections of Config.
+var registry = [...]*Spec{&lastViewedSpec, &historySpec, &statsSpec, &bestsellersSpec,
+	&productViewsSpec, &recentOrdersSpec, &ordersSpec, &trendingSpec}
+
 // RetentionConfig tunes a projection whose keys live for Retention after their bucket ends.
 type RetentionConfig struct {
 	Enabled   bool          `mapstructure:"enabled"`

@@ -44,7 +44,7 @@ const (
 
 // Spec declares one projection: everything the planner, the configuration,
 // the wipe and the rebuild of the replayer know about it. Each projection's
-// file holds its Spec; registry lists them.
+// file holds its Spec; registry (config.go) lists them.
 type Spec struct {
 	// Name is the configuration name: the keys under projections.<Name>.
 	Name string
@@ -81,11 +81,6 @@ type FieldError struct {
 
 // Error returns "<field>: <problem>".
 func (e *FieldError) Error() string { return e.Field + ": " + e.Problem }
-
-// registry lists every projection in the contract's order (docs/contract.md
-// section 4), the order of the fields of Config.
-var registry = [...]*Spec{&lastViewedSpec, &historySpec, &statsSpec, &bestsellersSpec,
-	&productViewsSpec, &recentOrdersSpec, &ordersSpec, &trendingSpec}
 
 // All returns every projection's Spec in the contract's order.
 func All() []Spec {
