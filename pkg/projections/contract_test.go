@@ -87,20 +87,23 @@ func TestContractKeyTable(t *testing.T) {
 	}
 }
 
-// TestContractRebuildModes: section 6.2 lists as global projections (held)
-// exactly those the registry rebuilds with RebuildHold, and as per-user
-// ones (consumers paused) the others.
-func TestContractRebuildModes(t *testing.T) {
-	text := mdSection(t, "../../docs/contract.md", "### 6.2 ")
-	listed := func(label string) []string {
-		_, rest, ok := strings.Cut(text, label+" (")
-		if !ok {
-			t.Fatalf("section 6.2 has no %q", label)
-		}
-		rest, _, _ = strings.Cut(rest, ")")
-		rest, _, _ = strings.Cut(rest, ";")
-		return backticked(rest)
+// listedAfter returns the `quoted` names in the parenthesis that follows
+// label in text, up to its end or a ';'.
+func listedAfter(t *testing.T, text, label string) []string {
+	t.Helper()
+	_, rest, ok := strings.Cut(text, label+" (")
+	if !ok {
+		t.Fatalf("no %q", label)
 	}
+	rest, _, _ = strings.Cut(rest, ")")
+	rest, _, _ = strings.Cut(rest, ";")
+	return backticked(rest)
+}
+
+// TestContractRebuildModes: docs/contract.md section 6.2 and the README list
+// as global projections (held) exactly those the registry rebuilds with
+// RebuildHold, and as per-user ones (consumers paused) the others.
+func TestContractRebuildModes(t *testing.T) {
 	var hold, pause []string
 	for _, s := range All() {
 		switch s.Rebuild() {
@@ -110,11 +113,20 @@ func TestContractRebuildModes(t *testing.T) {
 			pause = append(pause, s.Name)
 		}
 	}
-	if got := listed("**Global projections**"); !reflect.DeepEqual(got, hold) {
-		t.Errorf("section 6.2 holds %q, the registry %q", got, hold)
-	}
-	if got := listed("**Per-user projections**"); !reflect.DeepEqual(got, pause) {
-		t.Errorf("section 6.2 pauses for %q, the registry for %q", got, pause)
+	contract := mdSection(t, "../../docs/contract.md", "### 6.2 ")
+	readme := mdSection(t, "../../README.md", "## Rebuilding a projection that was just switched on")
+	for _, c := range []struct {
+		where, text, label string
+		want               []string
+	}{
+		{"docs/contract.md section 6.2", contract, "**Global projections**", hold},
+		{"docs/contract.md section 6.2", contract, "**Per-user projections**", pause},
+		{"README.md", readme, "Global projections", hold},
+		{"README.md", readme, "Projections with per-user keys", pause},
+	} {
+		if got := listedAfter(t, c.text, c.label); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s, %s: %q, the registry: %q", c.where, c.label, got, c.want)
+		}
 	}
 }
 

@@ -2,6 +2,12 @@
 // section 4). Each projection is a pure function of the event, its
 // configuration and the current time; nothing here does I/O. The applier
 // (internal/apply) groups, coalesces and applies the writes.
+//
+// Each projection is declared once, by a Spec in its own file (name, scope,
+// key patterns, configuration section, checks, planner), listed in the
+// registry (config.go). The planner, the configuration checks, the
+// replayer's wipe patterns, rebuild modes and selection derive from it;
+// docs/adding-a-projection.md lists the steps.
 package projections
 
 import (
