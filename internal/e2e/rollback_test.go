@@ -28,47 +28,43 @@ import (
 // records applied and committed, kill -9, start again) twice in one run,
 // with a real Apache Kafka broker.
 func TestRollbackRDB(t *testing.T) {
-	for _, fl := range testredis.Flavors() {
-		t.Run(string(fl), func(t *testing.T) {
-			srv := testredis.StartStandalone(t, testredis.WithFlavor(fl))
-			runRollback(t, rollbackCase{realKafka: true, rounds: 2, addrs: []string{srv.Addr()}, rdb: srv.Client(),
-				before: func(t *testing.T) { must(t, srv.Client().Save(context.Background()).Err()) },
-				incident: func(t *testing.T) []string {
-					srv.Kill()
-					srv.Restart(t)
-					return nil
-				}})
-		})
-	}
+	forFlavors(t, func(t *testing.T, fl testredis.Flavor) {
+		srv := testredis.StartStandalone(t, testredis.WithFlavor(fl))
+		runRollback(t, rollbackCase{realKafka: true, rounds: 2, addrs: []string{srv.Addr()}, rdb: srv.Client(),
+			before: func(t *testing.T) { must(t, srv.Client().Save(context.Background()).Err()) },
+			incident: func(t *testing.T) []string {
+				srv.Kill()
+				srv.Restart(t)
+				return nil
+			}})
+	})
 }
 
 // TestRollbackAOFTail: the append-only file loses its tail (kill -9, the
 // AOF cut back to the size it had before the last records were applied,
 // in the middle of a command; aof-load-truncated yes loads what is left).
 func TestRollbackAOFTail(t *testing.T) {
-	for _, fl := range testredis.Flavors() {
-		t.Run(string(fl), func(t *testing.T) {
-			srv := testredis.StartStandalone(t, testredis.WithFlavor(fl), testredis.WithAOF(), testredis.WithArgs("--aof-load-truncated", "yes"))
-			var file string
-			var size int64
-			runRollback(t, rollbackCase{rounds: 1, addrs: []string{srv.Addr()}, rdb: srv.Client(),
-				before: func(t *testing.T) {
-					// everysec: an fsync a second at most, and a write at once
-					time.Sleep(1500 * time.Millisecond)
-					file, size = lastIncrAOF(t, srv.Dir())
-				},
-				incident: func(t *testing.T) []string {
-					srv.Kill()
-					f, now := lastIncrAOF(t, srv.Dir())
-					if f != file || now <= size+7 {
-						t.Fatalf("the AOF did not grow after the snapshot point: %s %d -> %s %d", file, size, f, now)
-					}
-					must(t, os.Truncate(file, size+7)) // in the middle of a command
-					srv.Restart(t)
-					return nil
-				}})
-		})
-	}
+	forFlavors(t, func(t *testing.T, fl testredis.Flavor) {
+		srv := testredis.StartStandalone(t, testredis.WithFlavor(fl), testredis.WithAOF(), testredis.WithArgs("--aof-load-truncated", "yes"))
+		var file string
+		var size int64
+		runRollback(t, rollbackCase{rounds: 1, addrs: []string{srv.Addr()}, rdb: srv.Client(),
+			before: func(t *testing.T) {
+				// everysec: an fsync a second at most, and a write at once
+				time.Sleep(1500 * time.Millisecond)
+				file, size = lastIncrAOF(t, srv.Dir())
+			},
+			incident: func(t *testing.T) []string {
+				srv.Kill()
+				f, now := lastIncrAOF(t, srv.Dir())
+				if f != file || now <= size+7 {
+					t.Fatalf("the AOF did not grow after the snapshot point: %s %d -> %s %d", file, size, f, now)
+				}
+				must(t, os.Truncate(file, size+7)) // in the middle of a command
+				srv.Restart(t)
+				return nil
+			}})
+	})
 }
 
 // TestRollbackReplicaFailover: a replica falls behind (frozen with SIGSTOP
@@ -78,57 +74,53 @@ func TestRollbackAOFTail(t *testing.T) {
 // failover by restarting the consumers with the new address, or by a
 // DNS name or proxy that follows the master).
 func TestRollbackReplicaFailover(t *testing.T) {
-	for _, fl := range testredis.Flavors() {
-		t.Run(string(fl), func(t *testing.T) {
-			master := testredis.StartStandalone(t, testredis.WithFlavor(fl))
-			replica := testredis.StartStandalone(t, testredis.WithFlavor(fl))
-			ctx := context.Background()
-			host, port, _ := strings.Cut(master.Addr(), ":")
-			must(t, replica.Client().ReplicaOf(ctx, host, port).Err())
-			waitReplicaSynced(t, master, replica)
-			runRollback(t, rollbackCase{rounds: 1, addrs: []string{master.Addr()}, rdb: master.Client(),
-				before: func(t *testing.T) {
-					waitReplicaSynced(t, master, replica)
-					replica.Pause()
-					must(t, master.Client().Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err())
-				},
-				incident: func(t *testing.T) []string {
-					master.Kill()
-					replica.Resume()
-					must(t, replica.Client().ReplicaOf(ctx, "NO", "ONE").Err())
-					return []string{replica.Addr()}
-				},
-				after: func() redis.UniversalClient { return replica.Client() }})
-		})
-	}
+	forFlavors(t, func(t *testing.T, fl testredis.Flavor) {
+		master := testredis.StartStandalone(t, testredis.WithFlavor(fl))
+		replica := testredis.StartStandalone(t, testredis.WithFlavor(fl))
+		ctx := context.Background()
+		host, port, _ := strings.Cut(master.Addr(), ":")
+		must(t, replica.Client().ReplicaOf(ctx, host, port).Err())
+		waitReplicaSynced(t, master, replica)
+		runRollback(t, rollbackCase{rounds: 1, addrs: []string{master.Addr()}, rdb: master.Client(),
+			before: func(t *testing.T) {
+				waitReplicaSynced(t, master, replica)
+				replica.Pause()
+				must(t, master.Client().Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err())
+			},
+			incident: func(t *testing.T) []string {
+				master.Kill()
+				replica.Resume()
+				must(t, replica.Client().ReplicaOf(ctx, "NO", "ONE").Err())
+				return []string{replica.Addr()}
+			},
+			after: func() redis.UniversalClient { return replica.Client() }})
+	})
 }
 
 // TestRollbackClusterMaster: one master of a 3-master Redis Cluster (not
 // the one holding the global keys) restarts from an older RDB snapshot
 // while the two others keep their state.
 func TestRollbackClusterMaster(t *testing.T) {
-	for _, fl := range testredis.Flavors() {
-		t.Run(string(fl), func(t *testing.T) {
-			c := testredis.StartCluster(t, 3, testredis.WithFlavor(fl))
-			ctx := context.Background()
-			g, err := c.Client().MasterForKey(ctx, "px:wm:{g}")
-			must(t, err)
-			var node *testredis.Server
-			for _, n := range c.Nodes() {
-				if n.Addr() != g.Options().Addr {
-					node = n
-					break
-				}
+	forFlavors(t, func(t *testing.T, fl testredis.Flavor) {
+		c := testredis.StartCluster(t, 3, testredis.WithFlavor(fl))
+		ctx := context.Background()
+		g, err := c.Client().MasterForKey(ctx, "px:wm:{g}")
+		must(t, err)
+		var node *testredis.Server
+		for _, n := range c.Nodes() {
+			if n.Addr() != g.Options().Addr {
+				node = n
+				break
 			}
-			runRollback(t, rollbackCase{mode: "cluster", rounds: 1, addrs: c.Addrs(), rdb: c.Client(),
-				before: func(t *testing.T) { must(t, node.Client().Save(ctx).Err()) },
-				incident: func(t *testing.T) []string {
-					node.Kill()
-					node.Restart(t)
-					return nil
-				}})
-		})
-	}
+		}
+		runRollback(t, rollbackCase{mode: "cluster", rounds: 1, addrs: c.Addrs(), rdb: c.Client(),
+			before: func(t *testing.T) { must(t, node.Client().Save(ctx).Err()) },
+			incident: func(t *testing.T) []string {
+				node.Kill()
+				node.Restart(t)
+				return nil
+			}})
+	})
 }
 
 // TestRollbackBeyondWindow: Redis goes back further than idempotency.window
