@@ -57,7 +57,8 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 	}
 	dials := countDials(rdb)
 	applier := apply.New(rdb, planner, apply.Options{Window: cfg.Idempotency.Window, Location: cfg.Location,
-		KeyPrefix: cfg.Redis.KeyPrefix, Now: time.Now, GapCheck: true, Evidence: true, Sync: syncOf(cfg.Redis.Wait)})
+		KeyPrefix: cfg.Redis.KeyPrefix, Now: time.Now}, apply.Guards{GapCheck: true, Evidence: true, Sync: syncOf(cfg.Redis.Wait)})
+	meta := apply.NewMeta(rdb, cfg.Redis.KeyPrefix, time.Now, true)
 	// The in-process Redis of the embedded demo evicts nothing (and has no CONFIG).
 	checkPolicy := PolicyCheck(rdb, cfg.Redis.AllowEviction, m.EvictionPolicyAccepted, log)
 	if err := WaitRedis(ctx, log, health, func(ctx context.Context) error {
@@ -94,7 +95,7 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 		},
 		MetaInfo: map[string]string{"group": cfg.Kafka.GroupID, "time_zone": cfg.TimeZone,
 			"projections": strings.Join(planner.Enabled(), ",")},
-	}, applier, applier, apply.NewDLQMarks(rdb, cfg.Redis.KeyPrefix), m, health, log.Named("consumer"))
+	}, applier, meta, apply.NewDLQMarks(rdb, cfg.Redis.KeyPrefix), m, health, log.Named("consumer"))
 	go consumer.MonitorLag(ctx, kc, cfg.Kafka.GroupID, c.Topics, m, log.Named("lag"))
 	err = c.Run(ctx)
 	health.SetReady(false, "stopping")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,13 +50,7 @@ func permanent(err error) bool {
 // authError reports an AUTH refusal (WRONGPASS, NOAUTH) or a user lacking
 // the permission for a command (NOPERM).
 func authError(err error) bool {
-	msg := err.Error()
-	for _, code := range []string{"WRONGPASS", "NOAUTH", "NOPERM"} {
-		if strings.HasPrefix(msg, code) || strings.Contains(msg, ": "+code) {
-			return true
-		}
-	}
-	return false
+	return redis.IsAuthError(err) || redis.IsPermissionError(err)
 }
 
 // redisSetupError explains a permanent Redis error in one line naming the

@@ -130,8 +130,12 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 	if err := setHolds(apply.HoldUpTo(upTo)); err != nil {
 		return sum, fmt.Errorf("hold %v up to %s: %w", names, plan.String(), err)
 	}
-	applier, err := rebuildApplier(ctx, cfg, rdb, names, apply.Options{WatermarkKey: rwm, CheckOnly: true})
+	planner, sel, err := selection(cfg, names, rwm)
 	if err != nil {
+		return sum, err
+	}
+	applier := apply.NewCheckOnly(rdb, planner, applyOptions(cfg), sel)
+	if err := applier.LoadScript(ctx); err != nil {
 		return sum, err
 	}
 	prog := newProgress(opts.Progress, opts.Terminal, plan.total())

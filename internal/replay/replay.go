@@ -151,8 +151,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 	if err != nil {
 		return sum, err
 	}
-	applier := apply.New(rdb, planner, apply.Options{Window: cfg.Idempotency.Window, Location: cfg.Location,
-		KeyPrefix: cfg.Redis.KeyPrefix, Now: time.Now, IgnoreMeta: true, Evidence: true,
+	applier := apply.New(rdb, planner, applyOptions(cfg), apply.Guards{IgnoreMeta: true, Evidence: true,
 		Sync: apply.Sync{Replicas: cfg.Redis.Wait.Replicas, AOF: cfg.Redis.Wait.AOF, Timeout: cfg.Redis.Wait.Timeout}})
 	if err := applier.LoadScript(ctx); err != nil {
 		return sum, err
