@@ -8,7 +8,7 @@ setup:
 	scripts/testenv/setup.sh
 
 test: setup
-	go vet ./... && go test -count=1 -timeout 20m ./...
+	go vet ./... && go test -count=1 -timeout 40m ./...
 
 run:
 	go run ./cmd/consumer
@@ -22,7 +22,7 @@ build:
 # Only the chaos tests (part of `make test` too): 3 consumers, 20 kill -9,
 # Redis SIGSTOP and restart, a broker of 3 restarted; standalone and cluster.
 chaos: setup
-	go test -count=1 -timeout 20m -run Chaos -v ./internal/e2e
+	go test -count=1 -timeout 40m -run Chaos -v ./internal/e2e
 
 # The benchmark (BENCHMARKS.md): real redis-server and Apache Kafka on
 # loopback, 2,000,000 generated events by default; BENCH_FLAGS for smaller

@@ -35,7 +35,9 @@ func main() {
 }
 
 // run is main with its inputs passed in; it returns the exit code: 0 after
-// ctx ends, 2 for bad configuration, 1 when the HTTP server cannot start.
+// ctx ends, 2 for bad configuration or a Redis server that evicts keys
+// (redis.allow_eviction unset), 1 when the HTTP server cannot start or Redis
+// refuses the credentials. Readiness waits for Redis and its policy check.
 func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("api", pflag.ContinueOnError)
 	cfg, log, code := app.Setup(fs, args, environ, stderr)
@@ -53,7 +55,8 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	ready := prometheus.NewGauge(prometheus.GaugeOpts{Name: "projector_ready", Help: "1 while the process reports ready, else 0."})
-	reg.MustRegister(ready)
+	evictionAccepted := obs.NewEvictionPolicyAccepted()
+	reg.MustRegister(ready, evictionAccepted)
 	health := obs.NewHealth(nil)
 	health.SetReady(false, "starting")
 
@@ -72,6 +75,14 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	}
 	fmt.Fprintf(stdout, "projector read API and dashboard on http://%s/ (API under /api/, metrics /metrics)\n", addr)
 	log.Info("read API up", zap.String("addr", addr), zap.Strings("redis", cfg.Redis.Addrs), zap.String("time_zone", cfg.TimeZone))
+	err = app.WaitRedis(ctx, log, health, app.PolicyCheck(rdb, cfg.Redis.AllowEviction, evictionAccepted, log))
+	switch {
+	case app.ExitRefused(log, err):
+		return 2
+	case err != nil && ctx.Err() == nil:
+		log.Error("cannot use redis", zap.Error(err))
+		return 1
+	}
 	watchRedis(ctx, rdb, health, ready, log)
 	return 0
 }

@@ -26,7 +26,8 @@ func main() {
 }
 
 // run is main with its inputs and outputs passed in; it returns the exit code:
-// 0 after a clean stop, 2 for bad configuration, 1 for other failures.
+// 0 after a clean stop, 2 for bad configuration or a Redis server that evicts
+// keys (redis.allow_eviction unset), 1 for other failures.
 func run(args, environ []string, stdout, stderr io.Writer) int {
 	// First of all, so that a SIGTERM during start-up is a clean stop too.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -55,6 +56,9 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		err = embedded.Run(ctx, cfg, embedded.Options{Rate: *demoRate, Out: stdout}, log)
 	} else {
 		err = app.Run(ctx, cfg, log, app.Hooks{})
+	}
+	if app.ExitRefused(log, err) {
+		return 2
 	}
 	var ke *config.KeyError
 	if errors.As(err, &ke) {

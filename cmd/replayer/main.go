@@ -22,7 +22,8 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 }
 
-// run returns the exit code: 0 done, 2 bad configuration or flags, 1 refused or failed.
+// run returns the exit code: 0 done, 2 bad configuration or flags or a Redis
+// server that evicts keys (redis.allow_eviction unset), 1 refused or failed.
 func run(args, environ []string, stdout, stderr io.Writer) int {
 	// First of all, so that a SIGTERM during start-up is a clean stop too.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -54,6 +55,9 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	defer func() { _ = log.Sync() }()
 	sum, err := replay.Run(ctx, cfg, replay.Options{Projections: *projs, ToLatest: *to == "latest", AllowPartial: *partial, Wipe: *wipe,
 		DryRun: *dry, BatchSize: *batch, Progress: os.Stdout, Terminal: obs.IsTerminal(os.Stdout)}, log)
+	if app.ExitRefused(log, err) {
+		return 2
+	}
 	if err != nil {
 		log.Error("replay failed", zap.Error(err))
 		fmt.Fprintln(stderr, "replayer:", err)

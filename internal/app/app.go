@@ -17,6 +17,7 @@ import (
 	"projector/internal/consumer"
 	"projector/internal/fingerprint"
 	"projector/internal/obs"
+	"projector/internal/redischeck"
 	"projector/pkg/projections"
 )
 
@@ -56,8 +57,16 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 	}
 	dials := countDials(rdb)
 	applier := apply.New(rdb, planner, apply.Options{Window: cfg.Idempotency.Window, Location: cfg.Location,
-		KeyPrefix: cfg.Redis.KeyPrefix, Now: time.Now, GapCheck: true, Evidence: true, Sync: syncOf(cfg.Redis.Wait)})
-	if err := waitRedis(ctx, log, health, func(ctx context.Context) error {
+		KeyPrefix: cfg.Redis.KeyPrefix, Now: time.Now}, apply.Guards{GapCheck: true, Evidence: true, Sync: syncOf(cfg.Redis.Wait)})
+	meta := apply.NewMeta(rdb, cfg.Redis.KeyPrefix, time.Now, true)
+	// The in-process Redis of the embedded demo evicts nothing (and has no CONFIG).
+	checkPolicy := PolicyCheck(rdb, cfg.Redis.AllowEviction, m.EvictionPolicyAccepted, log)
+	if err := WaitRedis(ctx, log, health, func(ctx context.Context) error {
+		if !cfg.Embedded {
+			if err := checkPolicy(ctx); err != nil {
+				return err
+			}
+		}
 		if err := applier.LoadScript(ctx); err != nil {
 			return err
 		}
@@ -86,25 +95,40 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 		},
 		MetaInfo: map[string]string{"group": cfg.Kafka.GroupID, "time_zone": cfg.TimeZone,
 			"projections": strings.Join(planner.Enabled(), ",")},
-	}, applier, applier, apply.NewDLQMarks(rdb, cfg.Redis.KeyPrefix), m, health, log.Named("consumer"))
-	go consumer.MonitorLag(ctx, kc, cfg.Kafka.GroupID, cfg.Kafka.Topics, m, log.Named("lag"))
+	}, applier, meta, apply.NewDLQMarks(rdb, cfg.Redis.KeyPrefix), m, health, log.Named("consumer"))
+	go consumer.MonitorLag(ctx, kc, cfg.Kafka.GroupID, c.Topics, m, log.Named("lag"))
 	err = c.Run(ctx)
 	health.SetReady(false, "stopping")
 	return err
 }
 
-// waitRedis runs f until it succeeds, backing off while Redis is unreachable.
-func waitRedis(ctx context.Context, log *zap.Logger, health *obs.Health, f func(context.Context) error) error {
+// WaitRedis runs f until it succeeds, backing off while Redis is
+// unreachable or out of memory (readiness names which). It returns at once
+// a refusal to start (*redischeck.EvictionError), a server that cannot do
+// what the configuration asks (*config.KeyError) and, explained in one
+// line, refused credentials or a failed TLS handshake.
+func WaitRedis(ctx context.Context, log *zap.Logger, health *obs.Health, f func(context.Context) error) error {
 	backoff := 100 * time.Millisecond
 	for {
 		err := f(ctx)
 		if err == nil {
 			return nil
 		}
+		var (
+			refusal *redischeck.EvictionError
+			ke      *config.KeyError
+		)
+		if errors.As(err, &refusal) || errors.As(err, &ke) {
+			return err
+		}
 		if permanent(err) {
 			return redisSetupError(err)
 		}
-		health.SetReady(false, "redis unreachable: "+err.Error())
+		reason := "redis unreachable: "
+		if redischeck.OutOfMemory(err) {
+			reason = "redis out of memory (OOM: maxmemory reached, writes refused): "
+		}
+		health.SetReady(false, reason+err.Error())
 		log.Warn("redis not ready, retrying", zap.Error(err), zap.Duration("backoff", backoff))
 		select {
 		case <-ctx.Done():

@@ -1,14 +1,17 @@
 package app
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
 
 	"projector/internal/config"
+	"projector/internal/redischeck"
 )
 
 // NewRedis returns the client for redis.mode and redis.addrs, authenticating
@@ -47,13 +50,7 @@ func permanent(err error) bool {
 // authError reports an AUTH refusal (WRONGPASS, NOAUTH) or a user lacking
 // the permission for a command (NOPERM).
 func authError(err error) bool {
-	msg := err.Error()
-	for _, code := range []string{"WRONGPASS", "NOAUTH", "NOPERM"} {
-		if strings.HasPrefix(msg, code) || strings.Contains(msg, ": "+code) {
-			return true
-		}
-	}
-	return false
+	return redis.IsAuthError(err) || redis.IsPermissionError(err)
 }
 
 // redisSetupError explains a permanent Redis error in one line naming the
@@ -63,4 +60,26 @@ func redisSetupError(err error) error {
 		return fmt.Errorf("redis refused the credentials (check redis.username and redis.password, PROJECTOR_REDIS_PASSWORD or redis.password_file): %w", err)
 	}
 	return fmt.Errorf("redis TLS handshake failed (check redis.tls.* and that the address is the server's TLS port): %w", err)
+}
+
+// PolicyCheck returns a start-up step for WaitRedis: it runs
+// redischeck.Check on rdb until the check has an answer, then does nothing.
+// An evicting maxmemory-policy is a *redischeck.EvictionError unless allow
+// (redis.allow_eviction); accepted sets the gauge accepted to 1.
+func PolicyCheck(rdb redis.UniversalClient, allow bool, accepted prometheus.Gauge, log *zap.Logger) func(context.Context) error {
+	done := false
+	return func(ctx context.Context) error {
+		if done {
+			return nil
+		}
+		ok, err := redischeck.Check(ctx, rdb, allow, log)
+		if err != nil {
+			return err
+		}
+		done = true
+		if ok {
+			accepted.Set(1)
+		}
+		return nil
+	}
 }

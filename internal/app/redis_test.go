@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -54,6 +55,16 @@ func TestRedisACLUser(t *testing.T) {
 	msg := redisSetupError(err).Error()
 	if !strings.Contains(msg, "redis refused the credentials") || strings.Contains(msg, testPassword) {
 		t.Fatalf("setup error %q: want the reason and never the password", msg)
+	}
+	// a user without the scripting commands: NOPERM, wrapped, is permanent too
+	if err := srv.Client().Do(ctx, "ACL", "SETUSER", "app", "-@scripting").Err(); err != nil {
+		t.Fatalf("ACL SETUSER: %v", err)
+	}
+	rdb := NewRedis(loadConfig(t, "PROJECTOR_REDIS_ADDRS="+srv.Addr(), "PROJECTOR_REDIS_USERNAME=app", "PROJECTOR_REDIS_PASSWORD="+testPassword).Redis)
+	defer rdb.Close()
+	err = rdb.ScriptLoad(ctx, "return 1").Err()
+	if err == nil || !permanent(fmt.Errorf("load apply script: %w", err)) {
+		t.Fatalf("SCRIPT LOAD without the permission: error %v; want a permanent permission error", err)
 	}
 }
 

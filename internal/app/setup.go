@@ -11,6 +11,7 @@ import (
 
 	"projector/internal/config"
 	"projector/internal/obs"
+	"projector/internal/redischeck"
 )
 
 // Setup registers the configuration flags on fs (which already holds the
@@ -39,4 +40,17 @@ func Setup(fs *pflag.FlagSet, args, environ []string, stderr io.Writer) (config.
 		return cfg, nil, 2
 	}
 	return cfg, log, 0
+}
+
+// ExitRefused reports whether err is a refusal to start
+// (*redischeck.EvictionError: a Redis server evicts keys). Then it has
+// logged the refusal in one line, without a stack trace, and the command
+// exits with code 2, as for bad configuration.
+func ExitRefused(log *zap.Logger, err error) bool {
+	var refusal *redischeck.EvictionError
+	if !errors.As(err, &refusal) {
+		return false
+	}
+	log.WithOptions(zap.AddStacktrace(zap.FatalLevel)).Error(refusal.Error())
+	return true
 }

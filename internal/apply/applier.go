@@ -4,15 +4,19 @@
 // the group's guard — idempotency markers for a user's slot, per-partition
 // offset watermarks for the global slot — and writes nothing when it was
 // already applied.
+//
+// Applier is the consumers' guarded apply (and the replayer's after a data
+// loss); CheckOnly and Rebuilder are the replayer's while it rebuilds some
+// projections beside running consumers; Meta is what the consumers read and
+// write of the meta hash and of what Redis holds as applied. They share the
+// planning (plan.go), the phases (user.go, global.go) and the script's
+// protocol (protocol.go, script.go).
 package apply
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -61,7 +65,7 @@ type Result struct {
 	UserCalls, GlobalCalls int
 }
 
-// Options configure an Applier.
+// Options are what every applier needs.
 type Options struct {
 	// Window is how long after an event's time duplicates are recognised.
 	Window time.Duration
@@ -71,21 +75,13 @@ type Options struct {
 	KeyPrefix string
 	// Now is the clock.
 	Now func() time.Time
-	// IgnoreMeta applies batches whatever px:meta:{g} says (the replayer,
-	// which owns the meta status while it rebuilds).
+}
+
+// Guards are the checks of an Applier beyond markers and watermarks.
+type Guards struct {
+	// IgnoreMeta applies batches whatever px:meta:{g} says (the replayer
+	// after a data loss, which owns the meta status while it rebuilds).
 	IgnoreMeta bool
-	// CheckOnly makes the user phase only read idempotency markers, never set
-	// them (and plan no user writes): a replayer rebuilding global projections
-	// while consumers run must not mark records the consumers have yet to
-	// apply. Records without a marker are deduplicated in memory instead.
-	CheckOnly bool
-	// Only, when set, keeps only the writes of the named projections (a
-	// replayer rebuilding some projections plans with the consumers' full
-	// configuration, so that one projection's effect on another is the same).
-	Only map[string]bool
-	// Rebuild makes the user phase that of a replayer rebuilding projections
-	// while the consumers are paused (see RebuildMode).
-	Rebuild RebuildMode
 	// GapCheck makes a batch fail with a *GapError, writing nothing global,
 	// when a watermark lies below the first offset of the batch's range - 1:
 	// Redis went back in time after the records before the batch were
@@ -98,70 +94,23 @@ type Options struct {
 	// Sync makes every batch wait until its writes reached replicas or the
 	// AOF (WAIT, WAITAOF) before Apply returns.
 	Sync Sync
-	// WatermarkKey replaces px:wm:{g} (a replayer rebuilding one projection
-	// keeps its own watermarks; must carry the {g} hash tag).
-	WatermarkKey string
 }
 
-// Applier applies batches of records to Redis.
+// Applier applies batches of records to Redis, guarded by the idempotency
+// markers (set with the user writes) and the global watermarks px:wm:{g}.
 type Applier struct {
-	rdb     redis.UniversalClient
-	planner *projections.Planner
-	keys    projections.Keys
-	opts    Options
-	script  *redis.Script
-	seen    map[string]string   // CheckOnly: marker key + id -> origin of unmarked records
-	nodes   nodeKeys            // Redis Cluster: each master's px:nwm key
-	bufMu   sync.Mutex          // held by the Apply using buf
-	buf     []projections.Write // the planned writes of a batch, reused by the next
+	core
+	guards Guards
+	nodes  masterWatermarks // each master's own watermarks (GapCheck, Evidence)
+	seal   *script
 }
 
 // New returns an Applier writing through rdb.
-func New(rdb redis.UniversalClient, planner *projections.Planner, opts Options) *Applier {
-	return &Applier{rdb: rdb, planner: planner, keys: projections.Keys{Prefix: opts.KeyPrefix}, opts: opts, script: newScript(),
-		seen: map[string]string{}}
+func New(rdb redis.UniversalClient, planner *projections.Planner, opts Options, g Guards) *Applier {
+	keys := projections.Keys{Prefix: opts.KeyPrefix}
+	return &Applier{core: newCore(rdb, planner, opts, nil), guards: g,
+		nodes: masterWatermarks{rdb: rdb, keys: keys, on: g.Evidence}, seal: sealScript()}
 }
-
-// LoadScript loads the apply script on every master, so EVALSHA finds it.
-func (a *Applier) LoadScript(ctx context.Context) error {
-	load := func(ctx context.Context, c *redis.Client) error {
-		return a.script.Load(ctx, c).Err()
-	}
-	var err error
-	if cc, ok := a.rdb.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, load)
-	} else {
-		err = a.script.Load(ctx, a.rdb).Err()
-	}
-	if err != nil {
-		return fmt.Errorf("load apply script: %w", err)
-	}
-	return nil
-}
-
-// item is one record on its way through Apply.
-type item struct {
-	idx       int
-	rec       *Record
-	user      []projections.Write
-	global    []projections.Write
-	marker    string
-	origin    string
-	markerExp int64
-	marked    bool // the user phase found this record's marker
-}
-
-// originOf is "<topic>:<partition>:<offset>", the value of r's marker.
-func originOf(r *Record) string {
-	var b [96]byte
-	o := append(b[:0], r.Topic...)
-	o = append(o, ':')
-	o = strconv.AppendInt(o, int64(r.Partition), 10)
-	o = append(o, ':')
-	return string(strconv.AppendInt(o, r.Offset, 10))
-}
-
-func tpField(topic string, partition int) string { return topic + ":" + strconv.Itoa(partition) }
 
 // Apply applies a batch. It is idempotent: calling it again with the same or an
 // overlapping batch (after an error, a crash or a redelivery) never applies an
@@ -179,181 +128,76 @@ func (a *Applier) Repair(ctx context.Context, recs []Record, ranges []Range) (Re
 	return a.applyLoop(ctx, recs, ranges, true)
 }
 
+// applyLoop runs attempts until none meets holds that changed meanwhile.
 func (a *Applier) applyLoop(ctx context.Context, recs []Record, ranges []Range, repair bool) (Result, error) {
 	for {
-		res, err := a.apply(ctx, recs, ranges, repair)
+		res, err := a.apply(ctx, newBatch(recs, ranges), repair)
 		if !errors.Is(err, errHoldsChanged) {
 			return res, err
 		}
 	}
 }
 
-// apply is one attempt of Apply.
-func (a *Applier) apply(ctx context.Context, recs []Record, ranges []Range, repair bool) (Result, error) {
-	res := Result{Outcomes: make([]Outcome, len(recs))}
-	now := a.opts.Now()
-	pipe := a.rdb.Pipeline()
-	wmCmd := pipe.HGetAll(ctx, a.wmKey())
-	metaCmd := pipe.HGetAll(ctx, a.keys.Meta())
-	_, _ = pipe.Exec(ctx)
-	wms, err := wmCmd.Result()
-	if err != nil {
-		return res, fmt.Errorf("read watermarks: %w", err)
+// apply is one attempt of Apply: the user phase, then the global phase,
+// then the seal.
+func (a *Applier) apply(ctx context.Context, b *batch, repair bool) (Result, error) {
+	if err := a.readState(ctx, b); err != nil {
+		return b.res, err
 	}
-	meta, err := metaCmd.Result()
-	if err != nil {
-		return res, fmt.Errorf("read %s: %w", a.keys.Meta(), err)
-	}
-	status, held, heldRaw := parseMeta(meta)
-	if a.opts.IgnoreMeta {
-		held, heldRaw = nil, nil
-	} else if status != StatusReady {
-		return res, &NotReadyError{Status: status} // checked again atomically by the global script
-	}
-	if a.opts.GapCheck {
-		if err := a.precheck(ctx, ranges, wms); err != nil {
-			return res, err
+	if a.guards.GapCheck {
+		if err := a.precheck(ctx, b.ranges, b.wms); err != nil {
+			return b.res, err
 		}
 	}
-	// The planned writes of a batch take tens of MB: reuse one buffer
-	// (sync.Pool would drop it at every other GC), or a new one when another
-	// Apply runs at the same time.
-	bp := new([]projections.Write)
-	if a.bufMu.TryLock() {
-		defer a.bufMu.Unlock()
-		bp = &a.buf
-	}
-	skip := wms
+	skip := b.wms
 	if repair {
 		skip = nil
 	}
-	groups, order := a.plan(recs, skip, now, &res, bp)
-	var all []*item
-	for _, u := range order {
-		all = append(all, groups[u]...)
+	defer a.plan(b, skip)()
+	if err := a.applyUsers(ctx, b, modeUser); err != nil {
+		return b.res, err
 	}
-	if a.opts.Rebuild != RebuildNone {
-		if err := a.rebuildUsers(ctx, groups, order, &res); err != nil {
-			return res, err
-		}
-		if a.opts.Rebuild == RebuildMarked {
-			return res, nil
-		}
-	} else if err := a.applyUsers(ctx, groups, order, &res); err != nil {
-		return res, err
+	if err := a.applyGlobal(ctx, b, a.globalGuard()); err != nil {
+		return b.res, err
 	}
-	var done []*item
-	for _, it := range all {
-		if a.opts.CheckOnly && res.Outcomes[it.idx] == Applied && !it.marked {
-			k := it.marker + "\x00" + it.rec.Event.ID
-			if o, ok := a.seen[k]; ok && o != it.origin {
-				res.Outcomes[it.idx] = Duplicate
-			}
-			a.seen[k] = it.origin
-		}
-		if res.Outcomes[it.idx] == Applied {
-			done = append(done, it)
-		}
-	}
-	if err := a.applyGlobal(ctx, done, ranges, wms, held, heldRaw, &res); err != nil {
-		return res, err
-	}
-	if err := a.seal(ctx, ranges); err != nil {
-		return res, err
-	}
-	return res, nil
+	return b.res, a.sealBatch(ctx, b.ranges)
 }
 
-// plan computes every record's writes, drops records at or below their
-// partition's watermark in wms (nil: none) and in-batch duplicates, and groups the rest by user.
-// The writes go into *bp, which is grown when needed and reused by later batches.
-func (a *Applier) plan(recs []Record, wms map[string]string, now time.Time, res *Result, bp *[]projections.Write) (map[string][]*item, []string) {
-	groups := make(map[string][]*item, len(recs))
-	var order []string
-	seen := make(map[string]bool, len(recs))
-	buf := (*bp)[:0] // every record's writes, in one array
-	if cap(buf) < 20*len(recs) {
-		buf = make([]projections.Write, 0, 20*len(recs))
+// globalGuard guards the global call with px:wm:{g} and, unless IgnoreMeta,
+// the meta hash; with GapCheck it refuses a batch after a gap.
+func (a *Applier) globalGuard() globalGuard {
+	g := globalGuard{wmKey: a.keys.Watermarks(), mode: modeGlobal, meta: !a.guards.IgnoreMeta}
+	if a.guards.GapCheck {
+		g.mode = modeGlobalGaps
 	}
-	defer func() { *bp = buf }()
-	window := a.opts.Window.Milliseconds()
-	var scratch []projections.Write
-	items := make([]item, len(recs)) // one allocation for the batch's items
-	for i := range recs {
-		r := &recs[i]
-		if wm, ok := wms[tpField(r.Topic, r.Partition)]; ok {
-			if w, err := strconv.ParseInt(wm, 10, 64); err == nil && r.Offset <= w {
-				res.Outcomes[i] = Skipped
-				continue
-			}
-		}
-		ev := &r.Event
-		var b projections.Buckets
-		if a.opts.Location == a.planner.Location() {
-			b = a.planner.Buckets(ev.TS) // cached per hour
-		} else {
-			b = projections.BucketsOf(ev.TS, a.opts.Location)
-		}
-		it := &items[i]
-		*it = item{idx: i, rec: r, marker: a.keys.Seen(ev.UserID, b.Day),
-			origin:    originOf(r),
-			markerExp: max(b.DayEnd+window, now.UnixMilli()+window)}
-		dk := it.marker + "\x00" + ev.ID
-		if seen[dk] {
-			res.Outcomes[i] = Duplicate
-			continue
-		}
-		seen[dk] = true
-		n := len(buf)
-		buf = a.planner.Plan(*ev, now, buf)
-		ws := buf[n:len(buf):len(buf)]
-		// the planner puts the user's writes first: split them from the
-		// global ones; or (projections selected, or a planner that did not)
-		// keep the selected writes of each kind in order (the global ones
-		// wait in scratch)
-		u := 0
-		for u < len(ws) && !ws[u].Global {
-			u++
-		}
-		k := len(ws)
-		split := a.opts.Only == nil
-		for i := u; i < k && split; i++ {
-			split = ws[i].Global
-		}
-		if !split {
-			u = 0
-			scratch = scratch[:0]
-			for i := range ws {
-				w := &ws[i]
-				if !a.opts.Only[w.Projection] {
-					continue
-				}
-				if w.Global {
-					scratch = append(scratch, *w)
-				} else {
-					if u != i {
-						ws[u] = *w
-					}
-					u++
-				}
-			}
-			k = u + copy(ws[u:], scratch)
-		}
-		it.user, it.global = ws[:u:u], ws[u:k:k]
-		if _, ok := groups[ev.UserID]; !ok {
-			order = append(order, ev.UserID)
-		}
-		groups[ev.UserID] = append(groups[ev.UserID], it)
-	}
-	return groups, order
+	return g
 }
 
-// wmKey is the hash of the per-partition watermarks this applier guards with.
-func (a *Applier) wmKey() string {
-	if a.opts.WatermarkKey != "" {
-		return a.opts.WatermarkKey
+// readState reads the watermarks and the meta hash into b: a batch starts
+// only while the status is ready (the global script checks it again,
+// atomically), and is planned with the holds in force.
+func (a *Applier) readState(ctx context.Context, b *batch) error {
+	pipe := a.rdb.Pipeline()
+	wmCmd := pipe.HGetAll(ctx, a.keys.Watermarks())
+	metaCmd := pipe.HGetAll(ctx, a.keys.Meta())
+	_, _ = pipe.Exec(ctx)
+	var err error
+	if b.wms, err = wmCmd.Result(); err != nil {
+		return fmt.Errorf("read watermarks: %w", err)
 	}
-	return a.keys.Watermarks()
+	meta, err := metaCmd.Result()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", a.keys.Meta(), err)
+	}
+	if a.guards.IgnoreMeta {
+		return nil
+	}
+	var status string
+	status, b.held, b.heldRaw = parseMeta(meta)
+	if status != StatusReady {
+		return &NotReadyError{Status: status}
+	}
+	return nil
 }
 
 // errHoldsChanged says a replayer changed a hold after the batch was planned.
@@ -372,9 +216,4 @@ func (e *NotReadyError) Error() string {
 		return "redis holds no projector meta hash (px:meta:{g}): data lost or never initialised"
 	}
 	return "projections not ready: meta status " + e.Status
-}
-
-// isNoScript reports whether err says the script is not loaded on a node.
-func isNoScript(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
 }

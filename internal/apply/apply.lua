@@ -1,29 +1,35 @@
 -- projector apply script: guard + ordered write program for ONE hash slot.
+-- It runs after the protocol's header (protocol.go: luaHeader), which
+-- declares the MODE_*, KIND_*, REPLY_* values named here.
 -- KEYS[1]: a key of the slot (for routing).
--- ARGV[1]: mode. "u": idempotency markers guard the writes; "g": offset watermarks do;
---   "c": like "u" but only checks the markers (sets none, writes nothing).
--- mode u: ARGV[2]=n, then the n markers in runs of one marker hash:
+-- ARGV[1]: the mode. MODE_USER: idempotency markers guard the writes;
+--   MODE_CHECK: like MODE_USER but only checks the markers (sets none, writes
+--   nothing); MODE_GLOBAL: offset watermarks guard the writes; MODE_GLOBAL_GAPS:
+--   as MODE_GLOBAL, and a watermark below a range is a gap. Another mode is an error.
+-- MODE_USER, MODE_CHECK: ARGV[2]=n, then the n markers in runs of one marker hash:
 --   markerKey, expireAtMs, count, then count x (eventId, origin).
---   If any marker exists, nothing is written and {0, i1, v1, i2, v2, ...} is returned
---   (i: 1-based marker index, v: stored origin). Otherwise all markers are set.
--- mode g: ARGV[2]=watermark hash, ARGV[3]=n, then n x (field, firstOffset, lastOffset).
---   KEYS[2], when given, is the meta hash: unless its status is "ready" or "paused" (a batch
---   planned before a pause completes), nothing is written and {-1, status} is returned
---   (Redis lost its data, or a replay is running).
+--   If any marker exists, nothing is written and {REPLY_FOUND, i1, v1, i2, v2, ...}
+--   is returned (i: 1-based marker index, v: stored origin). Otherwise all markers are set.
+-- MODE_GLOBAL, MODE_GLOBAL_GAPS: ARGV[2]=watermark hash, ARGV[3]=n, then
+--   n x (field, firstOffset, lastOffset).
+--   KEYS[2], when given, is the meta hash: unless its status is STATUS_READY or
+--   STATUS_PAUSED (a batch planned before a pause completes), nothing is written
+--   and {REPLY_NOT_READY, status} is returned (Redis lost its data, or a replay is running).
 --   If any stored watermark >= its firstOffset, nothing is written and
---   {0, i1, wm1, ...} is returned. Mode "G" also checks that no stored
---   watermark lies below its firstOffset - 1 (Redis went back in time after the
---   records before the batch were applied): else nothing is written and
---   {-3, i1, wm1, ...} is returned. Otherwise the fields are set to lastOffset.
---   Then m, and m x (field, value): the hold:<projection> fields of the meta
---   hash the batch was planned with; if the meta hash holds others, nothing is
---   written and {-2} is returned (plan again).
+--   {REPLY_FOUND, i1, wm1, ...} is returned. MODE_GLOBAL_GAPS also checks that no
+--   stored watermark lies below its firstOffset - 1 (Redis went back in time after
+--   the records before the batch were applied): else nothing is written and
+--   {REPLY_GAP, i1, wm1, ...} is returned. Otherwise the fields are set to lastOffset.
+--   Then m, and m x (field, value): the hold fields (HOLD_PREFIX .. projection) of
+--   the meta hash the batch was planned with; if the meta hash holds others,
+--   nothing is written and {REPLY_HOLDS_CHANGED} is returned (plan again).
 -- Then the write program (numbers are decimal integers, times Unix ms, expireAt 0 = none):
 --   np, then np ZAddMax profiles: keep, retentionMs, ttl ('' = no expiry), guardKey;
 --   nc, then nc counters: key, delta, expireAt (INCRBY; counter keys take no other write);
---   then per write its kind and the kind's values (see the loop below; ZAddMax
---   writes come per set: the set's writes between two removals as one entry).
--- Returns {1, writesApplied}.
+--   then per write its kind (KIND_*) and the kind's values (see the loop below;
+--   ZAddMax writes come per set: the set's writes between two removals as one
+--   entry). Another kind is an error.
+-- Returns {REPLY_APPLIED, writesApplied}.
 local mode = ARGV[1]
 local n = tonumber(ARGV[2])
 local i = 3
@@ -45,7 +51,7 @@ local function bump(k, at, slide)
   end
 end
 
-if mode == 'c' then
+if mode == MODE_CHECK then
   local found = nil
   local j = 0
   while j < n do
@@ -55,15 +61,15 @@ if mode == 'c' then
       j = j + 1
       local v = redis.call('HGET', key, ARGV[i])
       if v then
-        found = found or {0}
+        found = found or {REPLY_FOUND}
         found[#found + 1] = j
         found[#found + 1] = v
       end
       i = i + 2
     end
   end
-  return found or {1, 0}
-elseif mode == 'u' then
+  return found or {REPLY_APPLIED, 0}
+elseif mode == MODE_USER then
   -- HSETNX sets a missing marker and reports an existing one in one call;
   -- when any exists, the markers set here are deleted again (nothing written).
   local found = nil
@@ -74,7 +80,7 @@ elseif mode == 'u' then
     for _ = 1, cnt do
       j = j + 1
       if redis.call('HSETNX', key, ARGV[i], ARGV[i + 1]) == 0 then
-        found = found or {0}
+        found = found or {REPLY_FOUND}
         found[#found + 1] = j
         found[#found + 1] = redis.call('HGET', key, ARGV[i])
       end
@@ -106,7 +112,7 @@ elseif mode == 'u' then
   if found then
     return found
   end
-else
+elseif mode == MODE_GLOBAL or mode == MODE_GLOBAL_GAPS then
   n = tonumber(ARGV[3])
   local h = 4 + n * 3
   local m = tonumber(ARGV[h])
@@ -118,20 +124,20 @@ else
     for j = 1, #meta, 2 do
       if meta[j] == 'status' then
         status = meta[j + 1]
-      elseif string.sub(meta[j], 1, 5) == 'hold:' then
+      elseif string.sub(meta[j], 1, #HOLD_PREFIX) == HOLD_PREFIX then
         holds[meta[j]] = meta[j + 1]
         nholds = nholds + 1
       end
     end
-    if status ~= 'ready' and status ~= 'paused' then
-      return {-1, status or ''}
+    if status ~= STATUS_READY and status ~= STATUS_PAUSED then
+      return {REPLY_NOT_READY, status or ''}
     end
     if nholds ~= m then
-      return {-2}
+      return {REPLY_HOLDS_CHANGED}
     end
     for j = 0, m - 1 do
       if holds[ARGV[h + 1 + 2 * j]] ~= ARGV[h + 2 + 2 * j] then
-        return {-2}
+        return {REPLY_HOLDS_CHANGED}
       end
     end
   end
@@ -145,14 +151,14 @@ else
     if v and tonumber(v) >= tonumber(ARGV[b + 1]) then
       found[#found + 1] = j + 1
       found[#found + 1] = v
-    elseif v and mode == 'G' and tonumber(v) < tonumber(ARGV[b + 1]) - 1 then
-      gaps = gaps or {-3}
+    elseif v and mode == MODE_GLOBAL_GAPS and tonumber(v) < tonumber(ARGV[b + 1]) - 1 then
+      gaps = gaps or {REPLY_GAP}
       gaps[#gaps + 1] = j + 1
       gaps[#gaps + 1] = v
     end
   end
   if #found > 0 then
-    table.insert(found, 1, 0)
+    table.insert(found, 1, REPLY_FOUND)
     return found
   end
   if gaps then
@@ -163,6 +169,8 @@ else
     redis.call('HSET', wmKey, ARGV[b], ARGV[b + 2])
   end
   i = h + 1 + 2 * m
+else
+  return redis.error_reply('projector: unknown mode ' .. tostring(mode))
 end
 
 local applied = 0
@@ -264,7 +272,7 @@ end
 while i <= #ARGV do
   local kind = ARGV[i]
   local key = ARGV[i + 1]
-  if kind == '3' then -- ZAddMax writes of one set: key, profile, n, then n x (member, score)
+  if kind == KIND_ZADDMAX then -- ZAddMax writes of one set: key, profile, n, then n x (member, score)
     local b = 4 * tonumber(ARGV[i + 2]) - 3
     local keep, ret, ttl, guard = prof[b], prof[b + 1], prof[b + 2], prof[b + 3]
     -- gv: the guard's value (-1: none), read from Redis once per call (guards) and
@@ -303,17 +311,17 @@ while i <= #ARGV do
       end
       j = j + 2
     end
-  elseif kind == '2' then -- ZIncrBy: key, member, delta, expireAt
+  elseif kind == KIND_ZINCRBY then -- ZIncrBy: key, member, delta, expireAt
     redis.call('ZINCRBY', key, ARGV[i + 3], ARGV[i + 2])
     bump(key, tonumber(ARGV[i + 4]))
     applied = applied + 1
     i = i + 5
-  elseif kind == '4' then -- SetValue: key, value, expireAt
+  elseif kind == KIND_SETVALUE then -- SetValue: key, value, expireAt
     redis.call('SET', key, ARGV[i + 2])
     bump(key, tonumber(ARGV[i + 3]))
     applied = applied + 1
     i = i + 4
-  elseif kind == '5' then -- SetMax: key, score, expireAt
+  elseif kind == KIND_SETMAX then -- SetMax: key, score, expireAt
     flushSets()
     local num = ARGV[i + 2]
     local s = tonumber(num)
@@ -325,7 +333,7 @@ while i <= #ARGV do
     if guards and guards[key] ~= nil and guards[key] < s then guards[key] = s end
     bump(key, tonumber(ARGV[i + 3]))
     i = i + 4
-  elseif kind == '6' then -- ZRemUpTo: key, score, registryKey
+  elseif kind == KIND_ZREMUPTO then -- ZRemUpTo: key, score, registryKey
     flushSets()
     local num = ARGV[i + 2]
     local registry = ARGV[i + 3]
@@ -333,7 +341,7 @@ while i <= #ARGV do
       applied = applied + redis.call('ZREMRANGEBYSCORE', k, '-inf', num)
     end
     i = i + 4
-  elseif kind == '7' then -- ZRemMemberUpTo: key, member, score
+  elseif kind == KIND_ZREMMEMBERUPTO then -- ZRemMemberUpTo: key, member, score
     flushSets()
     local member = ARGV[i + 2]
     local s = redis.call('ZSCORE', key, member)
@@ -341,7 +349,7 @@ while i <= #ARGV do
       applied = applied + redis.call('ZREM', key, member)
     end
     i = i + 4
-  elseif kind == '8' then -- ZRemPrefixUpTo: key, member, score, registryKey (history day entries of one product)
+  elseif kind == KIND_ZREMPREFIXUPTO then -- ZRemPrefixUpTo: key, member, score, registryKey (history day entries of one product)
     flushSets()
     local member = ARGV[i + 2]
     local limit = tonumber(ARGV[i + 3])
@@ -357,7 +365,7 @@ while i <= #ARGV do
       end
     end
     i = i + 5
-  elseif kind == '9' then -- SAdd: key, member, expireAt
+  elseif kind == KIND_SADD then -- SAdd: key, member, expireAt
     redis.call('SADD', key, ARGV[i + 2])
     bump(key, tonumber(ARGV[i + 3]), true)
     i = i + 4
@@ -380,4 +388,4 @@ for k, at in pairs(exp) do
     end
   end
 end
-return {1, applied}
+return {REPLY_APPLIED, applied}

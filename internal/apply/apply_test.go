@@ -25,18 +25,34 @@ var (
 
 func newTestApplier(t *testing.T, rdb redis.UniversalClient, cfg projections.Config) *Applier {
 	t.Helper()
+	return guardedApplier(t, rdb, cfg, Guards{})
+}
+
+// testOptions are the options of the tests' appliers: UTC, a day's window, testNow.
+func testOptions() Options {
+	return Options{Window: 24 * time.Hour, Location: time.UTC, Now: func() time.Time { return testNow }}
+}
+
+// guardedApplier returns an Applier with guards g over an initialised meta hash.
+func guardedApplier(t *testing.T, rdb redis.UniversalClient, cfg projections.Config, g Guards) *Applier {
+	t.Helper()
 	p, err := projections.NewPlanner(cfg, time.UTC, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := New(rdb, p, Options{Window: 24 * time.Hour, Location: time.UTC, Now: func() time.Time { return testNow }})
+	a := New(rdb, p, testOptions(), g)
 	if err := a.LoadScript(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.InitMeta(context.Background(), nil); err != nil {
+	if _, err := testMeta(rdb).InitMeta(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// testMeta is the Meta of the tests' appliers (with per-master evidence).
+func testMeta(rdb redis.UniversalClient) *Meta {
+	return NewMeta(rdb, "", func() time.Time { return testNow }, true)
 }
 
 func view(id, user, product string, ts time.Time) events.Event {
@@ -44,7 +60,7 @@ func view(id, user, product string, ts time.Time) events.Event {
 }
 
 // batch places events at consecutive offsets of one partition, from first.
-func batch(first int64, evs ...events.Event) ([]Record, []Range) {
+func batchAt(first int64, evs ...events.Event) ([]Record, []Range) {
 	recs := make([]Record, len(evs))
 	for i, ev := range evs {
 		recs[i] = Record{Topic: "shop.views", Partition: 0, Offset: first + int64(i), Event: ev}
@@ -73,7 +89,7 @@ func TestApplyOnceUnderRedeliveryAndDuplicates(t *testing.T) {
 		view("e1", "u1", "p1", ts), // duplicate publication inside the batch
 		view("e3", "u2", "p1", ts.Add(2*time.Second)),
 	}
-	recs, ranges := batch(0, evs...)
+	recs, ranges := batchAt(0, evs...)
 	res, err := a.Apply(ctx, recs, ranges)
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +114,7 @@ func TestApplyOnceUnderRedeliveryAndDuplicates(t *testing.T) {
 		}
 	}
 	// Duplicate publication in a later batch (other offset).
-	recs2, ranges2 := batch(10, view("e2", "u1", "p2", ts.Add(time.Second)), view("e4", "u1", "p3", ts.Add(3*time.Second)))
+	recs2, ranges2 := batchAt(10, view("e2", "u1", "p2", ts.Add(time.Second)), view("e4", "u1", "p3", ts.Add(3*time.Second)))
 	res, err = a.Apply(ctx, recs2, ranges2)
 	if err != nil {
 		t.Fatal(err)
@@ -126,18 +142,19 @@ func TestApplyAfterCrashBetweenUserAndGlobal(t *testing.T) {
 	rdb := srv.Client()
 	a := newTestApplier(t, rdb, projections.Defaults())
 	ts := testNow.Add(-time.Hour)
-	recs, ranges := batch(0, view("e1", "u1", "p1", ts), view("e2", "u2", "p1", ts))
-	var res Result
-	res.Outcomes = make([]Outcome, len(recs))
-	groups, order := a.plan(recs, nil, testNow, &res, new([]projections.Write))
-	if err := a.applyUsers(ctx, groups, order, &res); err != nil {
+	recs, ranges := batchAt(0, view("e1", "u1", "p1", ts), view("e2", "u2", "p1", ts))
+	b := newBatch(recs, ranges)
+	release := a.plan(b, nil)
+	err := a.applyUsers(ctx, b, modeUser)
+	release()
+	if err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := rdb.Exists(ctx, "st:{g}:views:2026").Result(); n != 0 {
 		t.Fatal("global effects written by the user scripts")
 	}
 	// Redelivered as a larger batch with one more record.
-	recs, ranges = batch(0, view("e1", "u1", "p1", ts), view("e2", "u2", "p1", ts), view("e3", "u1", "p2", ts))
+	recs, ranges = batchAt(0, view("e1", "u1", "p1", ts), view("e2", "u2", "p1", ts), view("e3", "u1", "p2", ts))
 	res, err := a.Apply(ctx, recs, ranges)
 	if err != nil {
 		t.Fatal(err)
@@ -169,11 +186,11 @@ func TestApplyPartialWatermark(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		evs = append(evs, view(fmt.Sprintf("e%d", i), fmt.Sprintf("u%d", i%2), "p1", ts))
 	}
-	recs, ranges := batch(0, evs[:3]...)
+	recs, ranges := batchAt(0, evs[:3]...)
 	if _, err := a.Apply(ctx, recs, ranges); err != nil {
 		t.Fatal(err)
 	}
-	recs, ranges = batch(0, evs...)
+	recs, ranges = batchAt(0, evs...)
 	res, err := a.Apply(ctx, recs, ranges)
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +216,7 @@ func TestApplyOnMiniredis(t *testing.T) {
 	order := events.Event{ID: "o1", Type: events.Order, TS: ts.UnixMilli(), UserID: "u1",
 		Items: []events.Item{{ProductID: "p1", Quantity: 2, PriceCents: 150}, {ProductID: "p2", Quantity: 1, PriceCents: 0}}}
 	clr := events.Event{ID: "c1", Type: events.HistoryCleared, TS: ts.Add(time.Second).UnixMilli(), UserID: "u1"}
-	recs, ranges := batch(0, view("e1", "u1", "p1", ts), order, clr, view("e2", "u1", "p2", ts.Add(2*time.Second)))
+	recs, ranges := batchAt(0, view("e1", "u1", "p1", ts), order, clr, view("e2", "u1", "p2", ts.Add(2*time.Second)))
 	if _, err := a.Apply(context.Background(), recs, ranges); err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +241,7 @@ func TestApplyRefusesWithoutMeta(t *testing.T) {
 	if err := rdb.FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	recs, ranges := batch(0, view("e1", "u1", "p1", testNow.Add(-time.Hour)))
+	recs, ranges := batchAt(0, view("e1", "u1", "p1", testNow.Add(-time.Hour)))
 	_, err := a.Apply(ctx, recs, ranges)
 	var nr *NotReadyError
 	if !errors.As(err, &nr) || nr.Status != "" {
@@ -243,7 +260,7 @@ func TestHistoryItemRemovedMatchesWholeProduct(t *testing.T) {
 	a := newTestApplier(t, rdb, projections.Defaults())
 	ts := testNow.Add(-time.Hour)
 	rm := events.Event{ID: "r1", Type: events.HistoryItemRemoved, TS: ts.Add(time.Second).UnixMilli(), UserID: "u1", ProductID: "p7"}
-	recs, ranges := batch(0, view("e1", "u1", "p7", ts), view("e2", "u1", "p7@b", ts), rm)
+	recs, ranges := batchAt(0, view("e1", "u1", "p7", ts), view("e2", "u1", "p7@b", ts), rm)
 	if _, err := a.Apply(ctx, recs, ranges); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +283,7 @@ func TestDuplicatesAmongNewMarkers(t *testing.T) {
 	a := newTestApplier(t, rdb, projections.Defaults())
 	day1, day2 := testNow.Add(-36*time.Hour), testNow.Add(-time.Hour)
 	first := []events.Event{view("b", "u1", "p1", day1), view("d", "u1", "p2", day2)}
-	recs, ranges := batch(0, first...)
+	recs, ranges := batchAt(0, first...)
 	if _, err := a.Apply(ctx, recs, ranges); err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +291,7 @@ func TestDuplicatesAmongNewMarkers(t *testing.T) {
 		view("a", "u1", "p3", day1.Add(time.Second)), first[0], view("a2", "u1", "p4", day1.Add(2*time.Second)),
 		view("c", "u1", "p5", day2.Add(time.Second)), first[1],
 	}
-	recs, ranges = batch(10, evs...)
+	recs, ranges = batchAt(10, evs...)
 	res, err := a.Apply(ctx, recs, ranges)
 	if err != nil {
 		t.Fatal(err)

@@ -88,15 +88,16 @@ func BenchmarkApply(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			a := New(srv.Client(), p, Options{Window: 24 * time.Hour, Location: time.UTC, Now: time.Now})
+			a := New(srv.Client(), p, Options{Window: 24 * time.Hour, Location: time.UTC, Now: time.Now}, Guards{})
 			if err := a.LoadScript(ctx); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := a.InitMeta(ctx, nil); err != nil {
+			if _, err := NewMeta(srv.Client(), "", time.Now, false).InitMeta(ctx, nil); err != nil {
 				b.Fatal(err)
 			}
 			recs := benchLog(b, b.N, bc.users, now)
 			cpu0 := redisCPU(b, srv)
+			usec0 := scriptUsec(b, srv)
 			calls := 0
 			b.ResetTimer()
 			for i := 0; i < len(recs); i += bc.batch {
@@ -111,25 +112,53 @@ func BenchmarkApply(b *testing.B) {
 			b.StopTimer()
 			n := float64(max(len(recs), 1))
 			b.ReportMetric(1e6*(redisCPU(b, srv)-cpu0)/n, "redis-us/ev")
+			b.ReportMetric((scriptUsec(b, srv)-usec0)/n, "script-us/ev")
 			b.ReportMetric(float64(calls)/n, "script-calls/ev")
 		})
 	}
 }
 
+// scriptUsec returns the microseconds Redis spent in script calls (EVAL,
+// EVALSHA and FCALL: the usec= fields of INFO commandstats).
+func scriptUsec(b *testing.B, srv *testredis.Server) float64 {
+	return sumInfo(b, srv, "commandstats", func(k, v string) (string, bool) {
+		if k != "cmdstat_eval" && k != "cmdstat_evalsha" && k != "cmdstat_fcall" {
+			return "", false
+		}
+		for _, kv := range strings.Split(v, ",") {
+			if usec, ok := strings.CutPrefix(kv, "usec="); ok {
+				return usec, true
+			}
+		}
+		return "", false
+	})
+}
+
 // redisCPU returns used_cpu_sys + used_cpu_user of the server in seconds.
 func redisCPU(b *testing.B, srv *testredis.Server) float64 {
+	return sumInfo(b, srv, "cpu", func(k, v string) (string, bool) {
+		return v, k == "used_cpu_sys" || k == "used_cpu_user"
+	})
+}
+
+// sumInfo sums the numbers that pick finds in the key:value lines of an
+// INFO section of the server.
+func sumInfo(b *testing.B, srv *testredis.Server, section string, pick func(k, v string) (string, bool)) float64 {
 	b.Helper()
-	info, err := srv.Client().Info(context.Background(), "cpu").Result()
+	info, err := srv.Client().Info(context.Background(), section).Result()
 	if err != nil {
 		b.Fatal(err)
 	}
 	var total float64
 	for _, line := range strings.Split(info, "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
-			f, err := strconv.ParseFloat(v, 64)
+		if !ok {
+			continue
+		}
+		if num, ok := pick(k, v); ok {
+			f, err := strconv.ParseFloat(num, 64)
 			if err != nil {
-				b.Fatalf("INFO cpu %s: %v", line, err)
+				b.Fatalf("INFO %s %s: %v", section, line, err)
 			}
 			total += f
 		}

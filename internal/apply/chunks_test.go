@@ -26,13 +26,13 @@ func TestApplyManyUsers(t *testing.T) {
 		u := fmt.Sprintf("u%d", i)
 		evs = append(evs, view("a"+u, u, "p1", ts), view("b"+u, u, "p2", ts.Add(time.Second)))
 	}
-	recs, ranges := batch(0, evs...)
+	recs, ranges := batchAt(0, evs...)
 	if _, err := a.Apply(ctx, recs, ranges[:0]); err != nil { // user phase only: no global range
 		t.Fatal(err)
 	}
 	// The same events again (a redelivery), plus a re-published duplicate of each first view.
 	more := append(append([]events.Event{}, evs...), evs[0], evs[2*userChunk])
-	recs, ranges = batch(0, more...)
+	recs, ranges = batchAt(0, more...)
 	res, err := a.Apply(ctx, recs, ranges)
 	if err != nil {
 		t.Fatal(err)

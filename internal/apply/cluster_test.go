@@ -25,7 +25,7 @@ func TestApplyOnCluster(t *testing.T) {
 		evs = append(evs, view(fmt.Sprintf("e%d", i), fmt.Sprintf("u%d", i), "p1", ts))
 	}
 	evs = append(evs, events.Event{ID: "c1", Type: events.HistoryCleared, TS: ts.UnixMilli(), UserID: "u1"})
-	recs, ranges := batch(0, evs...)
+	recs, ranges := batchAt(0, evs...)
 	res, err := a.Apply(ctx, recs, ranges)
 	if err != nil {
 		t.Fatal(err)

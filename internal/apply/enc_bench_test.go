@@ -15,11 +15,11 @@ func BenchmarkEncode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	a := New(nil, p, Options{Window: 24 * time.Hour, Location: time.UTC, Now: time.Now})
+	a := New(nil, p, Options{Window: 24 * time.Hour, Location: time.UTC, Now: func() time.Time { return now }}, Guards{})
 	recs := benchLog(b, 20000, 1000, now)
-	var res Result
-	res.Outcomes = make([]Outcome, len(recs))
-	groups, order := a.plan(recs, nil, now, &res, new([]projections.Write))
+	bt := newBatch(recs, nil)
+	defer a.plan(bt, nil)()
+	groups, order := bt.groups, bt.order
 	var gc groupCoalescer
 	b.ResetTimer()
 	n := 0

@@ -39,39 +39,17 @@ func (e Evidence) Lowest(field string) (off int64, node string, ok bool) {
 	return off, node, ok
 }
 
-// ReadEvidence reads the watermarks this applier guards with and, on Redis
-// Cluster, every master's own.
-func (a *Applier) ReadEvidence(ctx context.Context) (Evidence, error) {
+// ReadEvidence reads the global watermarks and, on Redis Cluster with
+// evidence, every master's own.
+func (m *Meta) ReadEvidence(ctx context.Context) (Evidence, error) {
 	ev := Evidence{Nodes: map[string]map[string]int64{}}
-	g, err := a.rdb.HGetAll(ctx, a.wmKey()).Result()
+	g, err := m.rdb.HGetAll(ctx, m.keys.Watermarks()).Result()
 	if err != nil {
 		return ev, fmt.Errorf("read watermarks: %w", err)
 	}
 	ev.Global = offsets(g)
-	ev.Nodes, err = a.nodeEvidence(ctx)
+	ev.Nodes, err = m.nodes.read(ctx)
 	return ev, err
-}
-
-// nodeEvidence reads every master's own watermarks (none unless on Redis
-// Cluster with Options.Evidence).
-func (a *Applier) nodeEvidence(ctx context.Context) (map[string]map[string]int64, error) {
-	nodes := map[string]map[string]int64{}
-	cc, ok := a.rdb.(*redis.ClusterClient)
-	if !ok || !a.opts.Evidence {
-		return nodes, nil
-	}
-	var mu sync.Mutex
-	err := a.nodes.forEach(ctx, cc, a.keys, func(ctx context.Context, c *redis.Client, key string) error {
-		vals, err := c.HGetAll(ctx, key).Result()
-		if err != nil {
-			return fmt.Errorf("read %s on %s: %w", key, c.Options().Addr, err)
-		}
-		mu.Lock()
-		nodes[c.Options().Addr] = offsets(vals)
-		mu.Unlock()
-		return nil
-	})
-	return nodes, err
 }
 
 // precheck fails with a *GapError, before anything is written, when a
@@ -82,7 +60,7 @@ func (a *Applier) nodeEvidence(ctx context.Context) (map[string]map[string]int64
 func (a *Applier) precheck(ctx context.Context, ranges []Range, wms map[string]string) error {
 	ev := Evidence{Global: offsets(wms)}
 	var err error
-	if ev.Nodes, err = a.nodeEvidence(ctx); err != nil {
+	if ev.Nodes, err = a.nodes.read(ctx); err != nil {
 		return err
 	}
 	ge := &GapError{}
@@ -112,7 +90,7 @@ func offsets(h map[string]string) map[string]int64 {
 // Identity names the Redis servers behind the client: per master address,
 // its run id (new at every start) and replication id (new when a replica is
 // promoted). A change means the server may hold an older state than before.
-func (a *Applier) Identity(ctx context.Context) (map[string]string, error) {
+func (m *Meta) Identity(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
 	var mu sync.Mutex
 	one := func(ctx context.Context, c *redis.Client) error {
@@ -125,13 +103,13 @@ func (a *Applier) Identity(ctx context.Context) (map[string]string, error) {
 		mu.Unlock()
 		return nil
 	}
-	switch c := a.rdb.(type) {
+	switch c := m.rdb.(type) {
 	case *redis.ClusterClient:
 		return out, c.ForEachMaster(ctx, one)
 	case *redis.Client:
 		return out, one(ctx, c)
 	default:
-		return nil, fmt.Errorf("identity: unsupported redis client %T", a.rdb)
+		return nil, fmt.Errorf("identity: unsupported redis client %T", m.rdb)
 	}
 }
 

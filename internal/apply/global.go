@@ -4,13 +4,60 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+
+	"projector/pkg/projections"
 )
 
-// applyGlobal applies the global writes of the applied events of a batch in one
-// script, guarded by the per-partition watermarks, and moves the watermarks to
-// the end of each range. When a watermark already lies inside a range (an
-// earlier delivery applied part of it), those records are dropped and it tries again.
-func (a *Applier) applyGlobal(ctx context.Context, done []*item, ranges []Range, wms map[string]string, held holds, heldRaw []string, res *Result) error {
+// globalGuard is how the global script call of a batch is guarded.
+type globalGuard struct {
+	// wmKey is the hash of the per-partition watermarks.
+	wmKey string
+	// mode is modeGlobal, or modeGlobalGaps to refuse a batch after a gap.
+	mode mode
+	// meta makes the script check px:meta:{g}: its status, and that its
+	// holds are those the batch was planned with.
+	meta bool
+}
+
+// applyGlobal applies the global writes of b's applied records in one
+// script call guarded by the per-partition watermarks, and moves the
+// watermarks to the end of each range. When a watermark already lies inside
+// a range (an earlier delivery applied part of it), the records up to it are
+// dropped and it tries again.
+func (c *core) applyGlobal(ctx context.Context, b *batch, g globalGuard) error {
+	done := b.applied()
+	rs := unapplied(b.ranges, b.wms)
+	for len(rs) > 0 {
+		call := c.globalCall(g, rs, b.heldRaw, globalWrites(done, rs, b.held))
+		b.res.GlobalCalls++
+		r, err := c.script.run(ctx, c.rdb, call, len(rs))
+		if err != nil {
+			return fmt.Errorf("apply global writes: %w", err)
+		}
+		switch r.code {
+		case replyApplied:
+			b.res.Writes += r.writes
+			return nil
+		case replyFound:
+			if rs, err = advance(rs, r.hits); err != nil {
+				return fmt.Errorf("apply global writes: %w", err)
+			}
+		case replyHoldsChanged:
+			return errHoldsChanged
+		case replyGap:
+			return gapsOf(r, rs, "")
+		case replyNotReady:
+			return &NotReadyError{Status: r.status}
+		default:
+			return fmt.Errorf("apply global writes: %w", r.unexpected())
+		}
+	}
+	return nil
+}
+
+// unapplied returns the ranges, each starting after its watermark in wms,
+// that hold records after it.
+func unapplied(ranges []Range, wms map[string]string) []Range {
 	rs := make([]Range, 0, len(ranges))
 	for _, r := range ranges {
 		if wm, ok := wms[tpField(r.Topic, r.Partition)]; ok {
@@ -23,88 +70,75 @@ func (a *Applier) applyGlobal(ctx context.Context, done []*item, ranges []Range,
 		}
 		rs = append(rs, r)
 	}
-	wmKey := a.wmKey()
-	for len(rs) > 0 {
-		floor := map[string]int64{}
-		for _, r := range rs {
-			floor[tpField(r.Topic, r.Partition)] = r.First
-		}
-		total := 0
-		for _, it := range done {
-			total += len(it.global)
-		}
-		c := newCoalescer(total)
-		for _, it := range done {
-			tp := tpField(it.rec.Topic, it.rec.Partition)
-			if f, ok := floor[tp]; ok && it.rec.Offset >= f {
-				for i := range it.global {
-					if !held.skip(&it.global[i], tp, it.rec.Offset) {
-						c.add(&it.global[i])
-					}
-				}
-			}
-		}
-		ws := c.out
-		args := make([]any, 0, 3+3*len(rs)+9*len(ws))
-		mode := "g"
-		if a.opts.GapCheck {
-			mode = "G"
-		}
-		args = append(args, mode, wmKey, strconv.Itoa(len(rs)))
-		for _, r := range rs {
-			args = append(args, tpField(r.Topic, r.Partition), strconv.FormatInt(r.First, 10), strconv.FormatInt(r.Last, 10))
-		}
-		args = append(args, strconv.Itoa(len(heldRaw)/2))
-		for _, v := range heldRaw {
-			args = append(args, v)
-		}
-		args = appendWrites(args, ws)
-		res.GlobalCalls++
-		keys := []string{wmKey, a.keys.Meta()}
-		if a.opts.IgnoreMeta {
-			keys = keys[:1]
-		}
-		vals, err := a.script.Run(ctx, a.rdb, keys, args...).Slice()
+	return rs
+}
+
+// advance moves each range a reply names past the watermark it holds,
+// dropping the ranges that it covers.
+func advance(rs []Range, hits []hit) ([]Range, error) {
+	wms := make(map[int]int64, len(hits))
+	for _, h := range hits {
+		wm, err := h.offset()
 		if err != nil {
-			return fmt.Errorf("apply global writes: %w", err)
+			return nil, err
 		}
-		if ok, _ := vals[0].(int64); ok == -2 {
-			return errHoldsChanged
-		}
-		if ok, _ := vals[0].(int64); ok == -3 {
-			return gapsOf(vals, args[1:], "")
-		}
-		if ok, _ := vals[0].(int64); ok == -1 {
-			status, _ := vals[1].(string)
-			return &NotReadyError{Status: status}
-		}
-		if ok, _ := vals[0].(int64); ok == 1 {
-			if len(vals) > 1 {
-				n, _ := vals[1].(int64)
-				res.Writes += n
-			}
-			return nil
-		}
-		var next []Range
-		hit := map[int]int64{}
-		for j := 1; j+1 < len(vals); j += 2 {
-			idx, _ := vals[j].(int64)
-			wm, err := strconv.ParseInt(fmt.Sprint(vals[j+1]), 10, 64)
-			if err != nil || idx < 1 || int(idx) > len(rs) {
-				return fmt.Errorf("apply global writes: bad watermark reply %v", vals)
-			}
-			hit[int(idx-1)] = wm
-		}
-		for j, r := range rs {
-			if wm, ok := hit[j]; ok {
-				if wm >= r.Last {
-					continue
-				}
-				r.First = wm + 1
-			}
-			next = append(next, r)
-		}
-		rs = next
+		wms[h.at] = wm
 	}
-	return nil
+	var next []Range
+	for j, r := range rs {
+		if wm, ok := wms[j]; ok {
+			if wm >= r.Last {
+				continue
+			}
+			r.First = wm + 1
+		}
+		next = append(next, r)
+	}
+	return next, nil
+}
+
+// globalWrites coalesces the global writes of the records of done inside
+// the ranges rs, leaving out the held ones.
+func globalWrites(done []*item, rs []Range, held holds) []projections.Write {
+	floor := make(map[string]int64, len(rs))
+	for _, r := range rs {
+		floor[tpField(r.Topic, r.Partition)] = r.First
+	}
+	total := 0
+	for _, it := range done {
+		total += len(it.global)
+	}
+	co := newCoalescer(total)
+	for _, it := range done {
+		tp := tpField(it.rec.Topic, it.rec.Partition)
+		if f, ok := floor[tp]; ok && it.rec.Offset >= f {
+			for i := range it.global {
+				if !held.skip(&it.global[i], tp, it.rec.Offset) {
+					co.add(&it.global[i])
+				}
+			}
+		}
+	}
+	return co.out
+}
+
+// globalCall is the script call that applies ws over the ranges rs under
+// guard g, for a batch planned with the hold fields heldRaw.
+func (c *core) globalCall(g globalGuard, rs []Range, heldRaw []string, ws []projections.Write) []any {
+	n := 3 + 3*len(rs) + len(heldRaw) + argCount(ws)
+	var call []any
+	if g.meta {
+		call = c.script.start(n, g.wmKey, c.keys.Meta())
+	} else {
+		call = c.script.start(n, g.wmKey)
+	}
+	call = append(call, g.mode.arg(), g.wmKey, strconv.Itoa(len(rs)))
+	for _, r := range rs {
+		call = append(call, tpField(r.Topic, r.Partition), strconv.FormatInt(r.First, 10), strconv.FormatInt(r.Last, 10))
+	}
+	call = append(call, strconv.Itoa(len(heldRaw)/2))
+	for _, v := range heldRaw {
+		call = append(call, v)
+	}
+	return appendWrites(call, ws)
 }

@@ -12,8 +12,10 @@ import (
 
 // BenchmarkLuaCosts measures on a real redis-server the building blocks of
 // the apply script's cost to Redis (BENCHMARKS.md section 5.2): a command
-// called from Lua (redis.call) against the same command sent directly, and one
-// script argument. redis-us/op is Redis's CPU (INFO cpu) per call or argument.
+// called from Lua (redis.call) against the same command sent directly, one
+// script argument, and one call of a script (EVALSHA) against one of a Redis
+// Function with the same body (FCALL). redis-us/op is Redis's CPU (INFO cpu)
+// per call or argument.
 func BenchmarkLuaCosts(b *testing.B) {
 	ctx := context.Background()
 	srv := testredis.StartStandalone(b)
@@ -50,6 +52,40 @@ func BenchmarkLuaCosts(b *testing.B) {
 			}
 		})
 	})
+	// a call with twenty arguments, as a user's apply call has, pipelined
+	body := "local n = 0 for i = 1, #ARGV do n = n + #ARGV[i] end return n"
+	callArgs := make([]any, 20)
+	for i := range callArgs {
+		callArgs[i] = fmt.Sprintf("st:{u:user%d}:views", i)
+	}
+	if err := rdb.FunctionLoadReplace(ctx, "#!lua name=pxbench\nredis.register_function('pxbench', function(KEYS, ARGV) "+body+" end)").Err(); err != nil {
+		b.Fatal(err)
+	}
+	sha, err := rdb.ScriptLoad(ctx, body).Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, call := range []struct {
+		name string
+		cmd  func(redis.Pipeliner, int) *redis.Cmd
+	}{
+		{"call-evalsha", func(p redis.Pipeliner, i int) *redis.Cmd { return p.EvalSha(ctx, sha, []string{"k"}, callArgs...) }},
+		{"call-fcall", func(p redis.Pipeliner, i int) *redis.Cmd { return p.FCall(ctx, "pxbench", []string{"k"}, callArgs...) }},
+	} {
+		b.Run(call.name, func(b *testing.B) {
+			measure(b, loop, func() {
+				for range b.N {
+					pipe := rdb.Pipeline()
+					for i := range loop {
+						call.cmd(pipe, i)
+					}
+					if _, err := pipe.Exec(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
 	b.Run("script-argument", func(b *testing.B) {
 		argv := make([]any, loop)
 		for i := range argv {

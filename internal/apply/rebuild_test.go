@@ -12,14 +12,13 @@ import (
 )
 
 // rebuilder is a replayer's applier for stats alone in the given mode.
-func rebuilder(t *testing.T, rdb redis.UniversalClient, mode RebuildMode) *Applier {
+func rebuilder(t *testing.T, rdb redis.UniversalClient, mode RebuildMode) *Rebuilder {
 	t.Helper()
 	p, err := projections.NewPlanner(projections.Defaults(), time.UTC, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(rdb, p, Options{Window: 24 * time.Hour, Location: time.UTC, Now: func() time.Time { return testNow },
-		IgnoreMeta: true, WatermarkKey: "px:rwm:{g}", Rebuild: mode, Only: map[string]bool{"stats": true}})
+	return NewRebuilder(rdb, p, testOptions(), Selection{Only: map[string]bool{"stats": true}, WatermarkKey: "px:rwm:{g}"}, mode)
 }
 
 // TestRebuildModes: the consumers applied some batches (one only in part),
@@ -35,12 +34,12 @@ func TestRebuildModes(t *testing.T) {
 	day := ts.Format("2006-01-02")
 	e1 := view("e1", "u1", "p1", ts)
 	e7 := view("e7", "u5", "p1", ts)
-	recs, ranges := batch(0, e1, view("e2", "u1", "p2", ts), e1, e7)
+	recs, ranges := batchAt(0, e1, view("e2", "u1", "p2", ts), e1, e7)
 	if _, err := a.Apply(ctx, recs, ranges); err != nil {
 		t.Fatal(err)
 	}
 	rdb.HDel(ctx, "px:seen:{u:u5}:"+day, "e7") // e7's marker expired
-	recs, ranges = batch(5, view("e4", "u2", "p1", ts), view("e5", "u3", "p1", ts))
+	recs, ranges = batchAt(5, view("e4", "u2", "p1", ts), view("e5", "u3", "p1", ts))
 	if _, err := a.Apply(ctx, recs, ranges); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +48,7 @@ func TestRebuildModes(t *testing.T) {
 	rdb.Del(ctx, keys...)
 
 	all := rebuilder(t, rdb, RebuildAll)
-	recs, ranges = batch(0, e1, view("e2", "u1", "p2", ts), e1, e7, e7)
+	recs, ranges = batchAt(0, e1, view("e2", "u1", "p2", ts), e1, e7, e7)
 	res, err := all.Apply(ctx, recs, ranges)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +60,7 @@ func TestRebuildModes(t *testing.T) {
 		}
 	}
 	marked := rebuilder(t, rdb, RebuildMarked)
-	recs, ranges = batch(5, view("e4", "u2", "p1", ts), view("e5", "u3", "p1", ts), view("e6", "u4", "p1", ts), e1)
+	recs, ranges = batchAt(5, view("e4", "u2", "p1", ts), view("e5", "u3", "p1", ts), view("e6", "u4", "p1", ts), e1)
 	res, err = marked.Apply(ctx, recs, ranges)
 	if err != nil {
 		t.Fatal(err)

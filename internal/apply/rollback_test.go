@@ -16,9 +16,7 @@ import (
 // gapApplier is the consumer's applier: gaps checked, per-master evidence kept.
 func gapApplier(t *testing.T, rdb redis.UniversalClient, sync Sync) *Applier {
 	t.Helper()
-	a := newTestApplier(t, rdb, projections.Defaults())
-	a.opts.GapCheck, a.opts.Evidence, a.opts.Sync = true, true, sync
-	return a
+	return guardedApplier(t, rdb, projections.Defaults(), Guards{GapCheck: true, Evidence: true, Sync: sync})
 }
 
 func wantGap(t *testing.T, err error, applied int64, node bool) {
@@ -43,12 +41,12 @@ func TestGapBeforeBatchWritesNothing(t *testing.T) {
 	rdb := srv.Client()
 	a := gapApplier(t, rdb, Sync{})
 	ts := testNow.Add(-time.Hour)
-	recs, rg := batch(0, view("e0", "u1", "p0", ts), view("e1", "u1", "p1", ts))
+	recs, rg := batchAt(0, view("e0", "u1", "p0", ts), view("e1", "u1", "p1", ts))
 	if _, err := a.Apply(ctx, recs, rg); err != nil {
 		t.Fatal(err)
 	}
-	lost, lostRg := batch(2, view("e2", "u2", "p2", ts), view("e3", "u2", "p3", ts))
-	next, nextRg := batch(4, view("e4", "u3", "p4", ts))
+	lost, lostRg := batchAt(2, view("e2", "u2", "p2", ts), view("e3", "u2", "p3", ts))
+	next, nextRg := batchAt(4, view("e4", "u3", "p4", ts))
 	_, err := a.Apply(ctx, next, nextRg)
 	wantGap(t, err, 1, false)
 	if n := rdb.Exists(ctx, "lv:{u:u3}").Val(); n != 0 {
@@ -88,14 +86,16 @@ func TestGapAfterPrecheck(t *testing.T) {
 	rdb := srv.Client()
 	a := gapApplier(t, rdb, Sync{})
 	ts := testNow.Add(-time.Hour)
-	recs, rg := batch(10, view("e0", "u1", "p0", ts))
+	recs, rg := batchAt(10, view("e0", "u1", "p0", ts))
 	rdb.HSet(ctx, "px:wm:{g}", "shop.views:0", "9")
 	if _, err := a.Apply(ctx, recs, rg); err != nil {
 		t.Fatal(err)
 	}
-	recs, rg = batch(11, view("e1", "u1", "p1", ts))
+	recs, rg = batchAt(11, view("e1", "u1", "p1", ts))
 	rdb.HSet(ctx, "px:wm:{g}", "shop.views:0", "5") // older state, after the check read 10
-	err := a.applyGlobal(ctx, nil, rg, map[string]string{"shop.views:0": "10"}, nil, nil, &Result{})
+	b := newBatch(nil, rg)
+	b.wms = map[string]string{"shop.views:0": "10"}
+	err := a.applyGlobal(ctx, b, a.globalGuard())
 	wantGap(t, err, 5, false)
 	if v := rdb.HGet(ctx, "px:wm:{g}", "shop.views:0").Val(); v != "5" {
 		t.Fatalf("watermark %s after a refused global call, want 5", v)
@@ -110,11 +110,11 @@ func TestClusterMasterEvidence(t *testing.T) {
 	ctx := context.Background()
 	a := gapApplier(t, c.Client(), Sync{})
 	ts := testNow.Add(-time.Hour)
-	recs, rg := batch(0, view("e0", "u1", "p0", ts), view("e1", "u2", "p1", ts), view("e2", "u3", "p2", ts))
+	recs, rg := batchAt(0, view("e0", "u1", "p0", ts), view("e1", "u2", "p1", ts), view("e2", "u3", "p2", ts))
 	if _, err := a.Apply(ctx, recs, rg); err != nil {
 		t.Fatal(err)
 	}
-	ev, err := a.ReadEvidence(ctx)
+	ev, err := testMeta(c.Client()).ReadEvidence(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestClusterMasterEvidence(t *testing.T) {
 		}
 		victim = addr
 	}
-	key := a.nodes.keys[victim]
+	key := a.nodes.nk.keys[victim]
 	if !strings.HasPrefix(key, "px:nwm:{n") {
 		t.Fatalf("node key %q", key)
 	}
@@ -140,17 +140,17 @@ func TestClusterMasterEvidence(t *testing.T) {
 		return nil
 	})
 	node.HSet(ctx, key, "shop.views:0", "0")
-	recs, rg = batch(3, view("e3", "u1", "p3", ts))
+	recs, rg = batchAt(3, view("e3", "u1", "p3", ts))
 	_, err = a.Apply(ctx, recs, rg)
 	wantGap(t, err, 0, true)
-	if low, at, ok := mustEvidence(t, a).Lowest("shop.views:0"); !ok || low != 0 || at != victim {
+	if low, at, ok := mustEvidence(t, testMeta(c.Client())).Lowest("shop.views:0"); !ok || low != 0 || at != victim {
 		t.Fatalf("Lowest = %d %q %v, want 0 on %s", low, at, ok, victim)
 	}
 }
 
-func mustEvidence(t *testing.T, a *Applier) Evidence {
+func mustEvidence(t *testing.T, m *Meta) Evidence {
 	t.Helper()
-	ev, err := a.ReadEvidence(context.Background())
+	ev, err := m.ReadEvidence(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestWaitForReplicas(t *testing.T) {
 	a := gapApplier(t, master.Client(), Sync{Replicas: 1, Timeout: 2 * time.Second})
 	ts := testNow.Add(-time.Hour)
 	deadline := time.Now().Add(20 * time.Second)
-	recs, rg := batch(0, view("e0", "u1", "p0", ts))
+	recs, rg := batchAt(0, view("e0", "u1", "p0", ts))
 	for {
 		_, err := a.Apply(ctx, recs, rg)
 		if err == nil {
@@ -185,7 +185,7 @@ func TestWaitForReplicas(t *testing.T) {
 	}
 	replica.Pause()
 	defer replica.Resume()
-	recs, rg = batch(1, view("e1", "u1", "p1", ts))
+	recs, rg = batchAt(1, view("e1", "u1", "p1", ts))
 	_, err := a.Apply(ctx, recs, rg)
 	var se *SyncError
 	if !errors.As(err, &se) || !strings.Contains(se.Error(), "0 of 1 replicas") {
@@ -197,7 +197,7 @@ func TestWaitForReplicas(t *testing.T) {
 func TestWaitAOF(t *testing.T) {
 	srv := testredis.StartStandalone(t, testredis.WithValkey(), testredis.WithAOF())
 	a := gapApplier(t, srv.Client(), Sync{AOF: true, Timeout: 5 * time.Second})
-	recs, rg := batch(0, view("e0", "u1", "p0", testNow.Add(-time.Hour)))
+	recs, rg := batchAt(0, view("e0", "u1", "p0", testNow.Add(-time.Hour)))
 	if _, err := a.Apply(context.Background(), recs, rg); err != nil {
 		t.Fatal(err)
 	}

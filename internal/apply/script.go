@@ -1,164 +1,102 @@
 package apply
 
 import (
+	"context"
+	"crypto/sha1"
 	_ "embed"
-	"slices"
+	"encoding/hex"
+	"fmt"
 
 	"github.com/redis/go-redis/v9"
-
-	"projector/pkg/projections"
 )
 
 //go:embed apply.lua
-var applyLua string
+var applyBody string
 
-// newScript returns the apply script (guard + write program for one slot).
-func newScript() *redis.Script { return redis.NewScript(applyLua) }
-
-// profile is what the ZAddMax writes of a program share: the trim, the
-// expiry's distance from the score (ttl; hasTTL false: no expiry) and the guard key.
-type profile struct {
-	keep   int
-	ret    int64
-	ttl    int64
-	hasTTL bool
-	guard  string
+// script is a Lua script of the protocol: luaHeader() followed by its body.
+// Every call goes through start and exec.
+type script struct {
+	src string
+	sha string
 }
 
-func profileOf(w *projections.Write) profile {
-	return profile{keep: w.Trim.Keep, ret: w.Trim.RetentionMs, ttl: w.ExpireAt - w.Score, hasTTL: w.ExpireAt != 0, guard: w.Guard}
+// newScript returns the script made of the protocol's header and body.
+func newScript(body string) *script {
+	src := luaHeader() + body
+	sum := sha1.Sum([]byte(src))
+	return &script{src: src, sha: hex.EncodeToString(sum[:])}
 }
 
-// profiles is the small list of a program's profiles (three at most in practice).
-type profiles []profile
+// applyScript returns the apply script (guard + write program for one slot).
+func applyScript() *script { return newScript(applyBody) }
 
-// index returns p's 1-based position, adding it when new.
-func (ps *profiles) index(p profile) int {
-	for i := range *ps {
-		if (*ps)[i] == p {
-			return i + 1
-		}
-	}
-	*ps = append(*ps, p)
-	return len(*ps)
+// start begins the command of one call of s: EVALSHA, the hash and the keys
+// (strings or *string), with room for n arguments that the caller appends.
+// The slice is sent as it is (go-redis writes *string and *int64 arguments
+// without boxing them), so its pointers must stay valid until exec returns.
+func (s *script) start(n int, keys ...any) []any {
+	args := make([]any, 0, 3+len(keys)+n)
+	args = append(args, "evalsha", s.sha, len(keys))
+	return append(args, keys...)
 }
 
-// appendWrites encodes writes as the script's write program (apply.lua reads
-// it back): the ZAddMax profiles, then the counters (IncrBy writes: their keys
-// are written by no other kind, so they may go first), then the other writes
-// in order, each as its kind and the values that kind needs. Strings and
-// numbers are passed as pointers into ws (go-redis writes *string and *int64
-// without boxing them): ws must not change until the command has been sent.
-func appendWrites(args []any, ws []projections.Write) []any {
-	var fixed [4]profile
-	ps := profiles(fixed[:0])
-	nc := 0
-	for i := range ws {
-		switch ws[i].Kind {
-		case projections.ZAddMax:
-			ps.index(profileOf(&ws[i]))
-		case projections.IncrBy:
-			nc++
-		}
+// load loads s on rdb's server, or on every server of a Redis Cluster.
+func (s *script) load(ctx context.Context, rdb redis.UniversalClient) error {
+	if err := rdb.ScriptLoad(ctx, s.src).Err(); err != nil {
+		return fmt.Errorf("load apply script: %w", err)
 	}
-	args = append(args, len(ps))
-	for _, p := range ps {
-		var ttl any = ""
-		if p.hasTTL {
-			ttl = p.ttl
-		}
-		args = append(args, p.keep, p.ret, ttl, p.guard)
-	}
-	args = append(args, nc)
-	for i := range ws {
-		if w := &ws[i]; w.Kind == projections.IncrBy {
-			args = append(args, &w.Key, &w.Delta, &w.ExpireAt)
-		}
-	}
-	seg := 0 // the first write after the last barrier
-	for i := range ws {
-		w := &ws[i]
-		if w.Kind.Barrier() {
-			args = appendSets(args, ws[seg:i], ps)
-			seg = i + 1
-		}
-		switch w.Kind {
-		case projections.IncrBy, projections.ZAddMax:
-			continue
-		}
-		args = append(args, kindArg[w.Kind], &w.Key)
-		switch w.Kind {
-		case projections.ZIncrBy:
-			args = append(args, &w.Member, &w.Delta, &w.ExpireAt)
-		case projections.SetValue:
-			args = append(args, &w.Value, &w.ExpireAt)
-		case projections.SetMax:
-			args = append(args, &w.Score, &w.ExpireAt)
-		case projections.ZRemUpTo:
-			args = append(args, &w.Score, &w.Registry)
-		case projections.ZRemMemberUpTo:
-			args = append(args, &w.Member, &w.Score)
-		case projections.ZRemPrefixUpTo:
-			args = append(args, &w.Member, &w.Score, &w.Registry)
-		case projections.SAdd:
-			args = append(args, &w.Member, &w.ExpireAt)
-		}
-	}
-	return appendSets(args, ws[seg:], ps)
+	return nil
 }
 
-// appendSets encodes the ZAddMax writes of ws, a stretch without barriers, as
-// one entry per set and profile: key, profile, n, then n x (member, score),
-// in the order of each set's first write. Within such a stretch they may go
-// after the other writes: no other kind writes a set's key there, and the
-// guard keys change only at barriers (SetMax).
-func appendSets(args []any, ws []projections.Write, ps profiles) []any {
-	type set struct {
-		key  string
-		prof int
+// exec sends the calls (each begun by start) in one pipeline on c and
+// returns their commands, in order. more, when not nil, queues commands that
+// follow the calls in the pipeline (WAIT). A call answered NOSCRIPT (the
+// server restarted, was flushed or failed over since the script was loaded)
+// is sent again, with more, as EVAL of the source, which loads it there.
+func (s *script) exec(ctx context.Context, c redis.UniversalClient, calls [][]any, more func(redis.Pipeliner)) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, len(calls))
+	pending := make([]int, len(calls))
+	for i := range pending {
+		pending[i] = i
 	}
-	var fixed [4]set
-	done := fixed[:0]
-	for i := range ws {
-		w := &ws[i]
-		if w.Kind != projections.ZAddMax {
-			continue
+	for len(pending) > 0 {
+		pipe := c.Pipeline()
+		for _, i := range pending {
+			cmds[i] = redis.NewCmd(ctx, calls[i]...)
+			if calls[i][2] != 0 {
+				cmds[i].SetFirstKeyPos(3)
+			}
+			_ = pipe.Process(ctx, cmds[i])
 		}
-		s := set{w.Key, ps.index(profileOf(w))}
-		if slices.Contains(done, s) {
-			continue
+		if more != nil {
+			more(pipe)
 		}
-		done = append(done, s)
-		n := 0
-		for j := i; j < len(ws); j++ {
-			if o := &ws[j]; o.Kind == projections.ZAddMax && o.Key == s.key && ps.index(profileOf(o)) == s.prof {
-				n++
+		_, _ = pipe.Exec(ctx)
+		var again []int
+		for _, i := range pending {
+			if isNoScript(cmds[i].Err()) && calls[i][0] == "evalsha" {
+				calls[i][0], calls[i][1] = "eval", s.src
+				again = append(again, i)
 			}
 		}
-		args = append(args, kindArg[projections.ZAddMax], &w.Key, s.prof, n)
-		for j := i; j < len(ws); j++ {
-			if o := &ws[j]; o.Kind == projections.ZAddMax && o.Key == s.key && ps.index(profileOf(o)) == s.prof {
-				args = append(args, &o.Member, &o.Score)
-			}
-		}
+		pending = again
 	}
-	return args
+	return cmds
 }
 
-// argCount bounds the number of script arguments appendWrites makes of ws
-// (counting four profiles; more only grow args).
-func argCount(ws []projections.Write) int {
-	n := 2 + 4*4
-	for i := range ws {
-		n += kindArgs[ws[i].Kind]
-	}
-	return n
+// run sends one call of s and decodes its reply (n markers or ranges).
+func (s *script) run(ctx context.Context, c redis.UniversalClient, call []any, n int) (reply, error) {
+	return replyOf(s.exec(ctx, c, [][]any{call}, nil)[0], n)
 }
 
-// kindArgs is the number of arguments appendWrites makes of each write kind.
-var kindArgs = [...]int{projections.IncrBy: 3, projections.ZIncrBy: 5, projections.ZAddMax: 6, projections.SetValue: 4,
-	projections.SetMax: 4, projections.ZRemUpTo: 4, projections.ZRemMemberUpTo: 4, projections.ZRemPrefixUpTo: 5, projections.SAdd: 4}
+// replyOf decodes the reply of cmd, a call with n markers or ranges.
+func replyOf(cmd *redis.Cmd, n int) (reply, error) {
+	vals, err := cmd.Slice()
+	if err != nil {
+		return reply{}, err
+	}
+	return decodeReply(vals, n)
+}
 
-// kindArg is the script's name of each write kind.
-var kindArg = [...]any{projections.IncrBy: "1", projections.ZIncrBy: "2", projections.ZAddMax: "3", projections.SetValue: "4",
-	projections.SetMax: "5", projections.ZRemUpTo: "6", projections.ZRemMemberUpTo: "7", projections.ZRemPrefixUpTo: "8", projections.SAdd: "9"}
+// isNoScript reports whether err says the script is not loaded on a server.
+func isNoScript(err error) bool { return redis.HasErrorPrefix(err, "NOSCRIPT") }

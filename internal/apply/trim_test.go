@@ -17,7 +17,7 @@ func nextBatches(t *testing.T, a *Applier) func(evs ...events.Event) {
 	off := int64(0)
 	return func(evs ...events.Event) {
 		t.Helper()
-		recs, rng := batch(off, evs...)
+		recs, rng := batchAt(off, evs...)
 		off += int64(len(evs))
 		if _, err := a.Apply(context.Background(), recs, rng); err != nil {
 			t.Fatal(err)
@@ -156,7 +156,7 @@ func TestLoweredLifetimeKeepsLiveMembers(t *testing.T) {
 			nextBatches(t, a)(view("e1", "u1", "p1", base), view("e2", "u1", "p2", base.Add(10*time.Minute)))
 			continue
 		}
-		recs, rng := batch(2, view("e3", "u1", "p3", base.Add(-5*time.Minute)))
+		recs, rng := batchAt(2, view("e3", "u1", "p3", base.Add(-5*time.Minute)))
 		if _, err := a.Apply(context.Background(), recs, rng); err != nil {
 			t.Fatal(err)
 		}

@@ -19,11 +19,11 @@ const (
 	chunksInFlight = 3
 )
 
-// applyUsers runs one script per user group, in concurrent pipelines of
-// userChunk users (see applyUserChunk).
-func (a *Applier) applyUsers(ctx context.Context, groups map[string][]*item, order []string, res *Result) error {
-	if len(order) <= userChunk {
-		return a.applyUserChunk(ctx, groups, order, res)
+// applyUsers runs one script call per user group of b in mode m (modeUser
+// or modeCheck), in concurrent pipelines of userChunk users (see applyUserChunk).
+func (c *core) applyUsers(ctx context.Context, b *batch, m mode) error {
+	if len(b.order) <= userChunk {
+		return c.applyUserChunk(ctx, b.groups, b.order, &b.res, m)
 	}
 	var (
 		wg    sync.WaitGroup
@@ -31,22 +31,22 @@ func (a *Applier) applyUsers(ctx context.Context, groups map[string][]*item, ord
 		first error
 		slots = make(chan struct{}, chunksInFlight)
 	)
-	for start := 0; start < len(order); start += userChunk {
-		chunk := order[start:min(start+userChunk, len(order))]
+	for start := 0; start < len(b.order); start += userChunk {
+		chunk := b.order[start:min(start+userChunk, len(b.order))]
 		own := make(map[string][]*item, len(chunk)) // each chunk rewrites only its own groups
 		for _, u := range chunk {
-			own[u] = groups[u]
+			own[u] = b.groups[u]
 		}
 		slots <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			part := Result{Outcomes: res.Outcomes} // each record's outcome is written by its own chunk only
-			err := a.applyUserChunk(ctx, own, chunk, &part)
+			part := Result{Outcomes: b.res.Outcomes} // each record's outcome is written by its own chunk only
+			err := c.applyUserChunk(ctx, own, chunk, &part, m)
 			mu.Lock()
 			defer mu.Unlock()
-			res.Writes += part.Writes
-			res.UserCalls += part.UserCalls
+			b.res.Writes += part.Writes
+			b.res.UserCalls += part.UserCalls
 			if err != nil && first == nil {
 				first = err
 			}
@@ -56,52 +56,34 @@ func (a *Applier) applyUsers(ctx context.Context, groups map[string][]*item, ord
 	return first
 }
 
-// applyUserChunk runs one script per user group, pipelined. A group whose
-// script finds markers loses those events (duplicates, or redeliveries whose
-// user effects are already applied) and is tried again with the rest.
-func (a *Applier) applyUserChunk(ctx context.Context, groups map[string][]*item, order []string, res *Result) error {
+// applyUserChunk runs one script call per user group, pipelined. A group
+// whose call finds markers loses those events (duplicates, or redeliveries
+// whose user effects are already applied) and is tried again with the rest.
+// In modeCheck the calls carry no writes.
+func (c *core) applyUserChunk(ctx context.Context, groups map[string][]*item, order []string, res *Result, m mode) error {
 	pending := order
 	var gc groupCoalescer
-	sha := a.script.Hash()
-	mode := "u"
-	if a.opts.CheckOnly {
-		mode = "c"
-	}
 	for len(pending) > 0 {
-		pipe := a.rdb.Pipeline()
-		cmds := make([]*redis.Cmd, len(pending))
-		gc.reset() // the writes of this pipeline stay put until it is sent
+		calls := make([][]any, len(pending))
+		gc.reset() // the writes of these calls stay put until they are sent
 		for i, u := range pending {
 			g := groups[u]
 			var ws []projections.Write
-			if !a.opts.CheckOnly {
+			if m == modeUser {
 				ws = gc.of(g)
 			}
-			// EVALSHA sha 1 key mode n markers... writes..., built here in one
+			// EVALSHA sha 1 key mode n markers... writes..., built in one
 			// slice that go-redis sends as it is
-			args := make([]any, 0, 6+3+2*len(g)+argCount(ws))
-			args = append(args, "evalsha", sha, "1", &g[0].marker, mode, len(g))
-			args = appendMarkers(args, g)
-			args = appendWrites(args, ws)
-			cmds[i] = redis.NewCmd(ctx, args...)
-			_ = pipe.Process(ctx, cmds[i])
+			call := c.script.start(2+3+2*len(g)+argCount(ws), &g[0].marker)
+			call = append(call, m.arg(), len(g))
+			call = appendMarkers(call, g)
+			calls[i] = appendWrites(call, ws)
 		}
-		_, _ = pipe.Exec(ctx)
+		cmds := c.script.exec(ctx, c.rdb, calls, nil)
 		var next []string
 		for i, u := range pending {
 			res.UserCalls++
-			vals, err := cmds[i].Slice()
-			if isNoScript(err) {
-				if err := a.LoadScript(ctx); err != nil {
-					return err
-				}
-				next = append(next, u)
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("apply user %q: %w", u, err)
-			}
-			rest, err := a.settleUser(groups[u], vals, res)
+			rest, err := settleUser(groups[u], cmds[i], res)
 			if err != nil {
 				return fmt.Errorf("apply user %q: %w", u, err)
 			}
@@ -133,40 +115,36 @@ func appendMarkers(args []any, g []*item) []any {
 	return args
 }
 
-// settleUser reads a user script's reply. It returns the events still to apply.
-func (a *Applier) settleUser(g []*item, vals []any, res *Result) ([]*item, error) {
-	if len(vals) == 0 {
-		return nil, fmt.Errorf("empty script reply")
+// settleUser reads the reply of a user group's call. It returns the
+// records still to apply: those without a marker, when others had one.
+func settleUser(g []*item, cmd *redis.Cmd, res *Result) ([]*item, error) {
+	r, err := replyOf(cmd, len(g))
+	if err != nil {
+		return nil, err
 	}
-	if ok, _ := vals[0].(int64); ok == 1 {
+	switch r.code {
+	case replyApplied:
 		for _, it := range g {
 			res.Outcomes[it.idx] = Applied
 		}
-		if len(vals) > 1 {
-			n, _ := vals[1].(int64)
-			res.Writes += n
-		}
+		res.Writes += r.writes
 		return nil, nil
+	case replyFound:
+	default:
+		return nil, r.unexpected()
 	}
-	hit := map[int]bool{}
-	for j := 1; j+1 < len(vals); j += 2 {
-		idx, _ := vals[j].(int64)
-		origin, _ := vals[j+1].(string)
-		if idx < 1 || int(idx) > len(g) {
-			return nil, fmt.Errorf("script reply names marker %d of %d", idx, len(g))
-		}
-		it := g[idx-1]
+	for _, h := range r.hits {
+		it := g[h.at]
 		it.marked = true
-		hit[int(idx-1)] = true
-		if origin == it.origin {
+		if h.value == it.origin {
 			res.Outcomes[it.idx] = Applied // this very record was applied before
 		} else {
 			res.Outcomes[it.idx] = Duplicate
 		}
 	}
-	var rest []*item
-	for j, it := range g {
-		if !hit[j] {
+	rest := make([]*item, 0, len(g)-len(r.hits))
+	for _, it := range g {
+		if !it.marked {
 			rest = append(rest, it)
 		}
 	}

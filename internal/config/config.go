@@ -45,10 +45,13 @@ type RedisConfig struct {
 	KeyPrefix string   `mapstructure:"key_prefix"`
 	// Username and Password authenticate with AUTH (an ACL user, or only a
 	// password for requirepass); PasswordFile is read into Password by Load.
-	Username     string    `mapstructure:"username"`
-	Password     string    `mapstructure:"password"`
-	PasswordFile string    `mapstructure:"password_file"`
-	TLS          TLSConfig `mapstructure:"tls"`
+	Username     string `mapstructure:"username"`
+	Password     string `mapstructure:"password"`
+	PasswordFile string `mapstructure:"password_file"`
+	// AllowEviction accepts a server whose maxmemory-policy evicts keys
+	// (allkeys-*, volatile-*): start-up warns instead of refusing.
+	AllowEviction bool      `mapstructure:"allow_eviction"`
+	TLS           TLSConfig `mapstructure:"tls"`
 	// Wait is what a batch waits for before its offsets are committed.
 	Wait WaitConfig `mapstructure:"wait"`
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	_ "time/tzdata" // time_zone must load on hosts without a zoneinfo database
+
+	"projector/pkg/projections"
 )
 
 // validate checks every rule of section 8 and the combinations of section 7,
@@ -175,33 +177,13 @@ func checkBatchHTTPLog(c *Config) error {
 	return nil
 }
 
+// checkProjections runs every projection's own checks (its Spec's), which
+// also normalise its section.
 func checkProjections(c *Config) error {
-	p := &c.Projections
-	if p.LastViewed.Size < 1 {
-		return keyErr("projections.last_viewed.size", fmt.Sprintf("must be at least 1 (got %d)", p.LastViewed.Size))
-	}
-	if p.History.Size < 1 {
-		return keyErr("projections.history.size", fmt.Sprintf("must be at least 1 (got %d)", p.History.Size))
-	}
-	if sc := p.History.Scope; len(sc) > 0 {
-		if len(sc) != 2 || !slices.Contains(sc, "device") || !slices.Contains(sc, "store") {
-			return keyErr("projections.history.scope", fmt.Sprintf("must be empty or [device, store] (got %q)", sc))
+	for _, s := range projections.All() {
+		if fe := s.Check(&c.Projections); fe != nil {
+			return keyErr("projections."+s.Name+"."+fe.Field, fe.Problem)
 		}
-		p.History.Scope = []string{"device", "store"} // the key order: hist:{u:<user>}:<device>:<store_id>
-	}
-	gs := p.Stats.Granularities
-	for i, g := range gs {
-		switch g {
-		case "year", "month", "day", "hour":
-		default:
-			return keyErr("projections.stats.granularities", fmt.Sprintf("unknown granularity %q (want year, month, day or hour)", g))
-		}
-		if slices.Contains(gs[:i], g) {
-			return keyErr("projections.stats.granularities", fmt.Sprintf("duplicate granularity %q", g))
-		}
-	}
-	if p.Stats.Enabled && len(gs) == 0 {
-		return keyErr("projections.stats.granularities", "must not be empty while projections.stats.enabled is true")
 	}
 	return nil
 }

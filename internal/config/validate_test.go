@@ -73,6 +73,8 @@ func TestInvalid(t *testing.T) {
 		{name: "key prefix with brace", args: []string{"--key-prefix", "shop{"}, key: "redis.key_prefix", wantSub: "{ or }"},
 		{name: "key prefix with closing brace", file: "redis:\n  key_prefix: \"a}\"\n", key: "redis.key_prefix", wantSub: "{ or }"},
 		{name: "empty addr element", env: []string{"PROJECTOR_REDIS_ADDRS=,a:1"}, key: "redis.addrs", wantSub: "empty address"},
+		{name: "allow_eviction not a bool", env: []string{"PROJECTOR_REDIS_ALLOW_EVICTION=yes"}, key: "redis.allow_eviction", wantSub: "true or false"},
+		{name: "allow_eviction a string in file", file: "redis:\n  allow_eviction: \"sometimes\"\n", key: "redis.allow_eviction", wantSub: "true or false"},
 		{name: "empty addrs list", env: []string{"PROJECTOR_REDIS_ADDRS="}, key: "redis.addrs", wantSub: "must not be empty"},
 
 		// kafka

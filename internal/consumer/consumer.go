@@ -6,6 +6,7 @@ package consumer
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -77,7 +78,8 @@ type DLQGate interface {
 // Consumer is one member of the projector consumer group.
 type Consumer struct {
 	opts    Options
-	reader  *kafka.Reader
+	reader  *kafka.Reader // the current session's group member
+	topics  *topicWatch
 	dlq     *kafka.Writer
 	applier Applier
 	meta    Meta
@@ -104,26 +106,6 @@ func New(opts Options, applier Applier, meta Meta, gate DLQGate, m *obs.Metrics,
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	maxBytes := readerMaxBytes(opts.MaxRecordBytes)
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:           opts.Brokers,
-		Dialer:            opts.Kafka.Dialer(),
-		GroupID:           opts.GroupID,
-		GroupTopics:       opts.Topics,
-		MinBytes:          1,
-		MaxBytes:          maxBytes,
-		MaxWait:           250 * time.Millisecond,
-		QueueCapacity:     max(1000, opts.MaxEvents),
-		CommitInterval:    0,
-		StartOffset:       kafka.FirstOffset,
-		HeartbeatInterval: time.Second,
-		SessionTimeout:    10 * time.Second,
-		RebalanceTimeout:  10 * time.Second,
-		ReadBackoffMin:    50 * time.Millisecond,
-		ReadBackoffMax:    500 * time.Millisecond,
-		Logger:            kafka.LoggerFunc(log.Sugar().Named("kafka").Debugf),
-		ErrorLogger:       kafka.LoggerFunc(log.Sugar().Named("kafka").Warnf),
-	})
 	w := &kafka.Writer{
 		Addr:                   kafka.TCP(opts.Brokers...),
 		Transport:              opts.Kafka.Transport(),
@@ -131,16 +113,40 @@ func New(opts Options, applier Applier, meta Meta, gate DLQGate, m *obs.Metrics,
 		Balancer:               &kafka.Hash{},
 		RequiredAcks:           kafka.RequireAll,
 		BatchTimeout:           time.Millisecond,
-		BatchBytes:             int64(maxBytes),
+		BatchBytes:             int64(readerMaxBytes(opts.MaxRecordBytes)),
 		AllowAutoTopicCreation: true,
 		// No retries inside kafka-go: a write whose acknowledgement was lost
 		// would be written again unseen. deadLetter retries, after looking
 		// for the records in the topic.
 		MaxAttempts: 1,
 	}
-	return &Consumer{opts: opts, reader: r, dlq: w, applier: applier, meta: meta, gate: gate, metrics: m, health: h, log: log,
-		owner: ownerName(), poisonLog: logsample.New(log, "poison record dead-lettered", "poison records dead-lettered",
+	return &Consumer{opts: opts, dlq: w, applier: applier, meta: meta, gate: gate, metrics: m, health: h, log: log,
+		owner: ownerName(), topics: newTopicWatch(opts.Topics, h, log),
+		poisonLog: logsample.New(log, "poison record dead-lettered", "poison records dead-lettered",
 			logsample.Options{Level: zapcore.WarnLevel})}
+}
+
+// newReader builds the group member that fetches topics.
+func (c *Consumer) newReader(topics []string) *kafka.Reader {
+	return kafka.NewReader(kafka.ReaderConfig{
+		Brokers:           c.opts.Brokers,
+		Dialer:            c.opts.Kafka.Dialer(),
+		GroupID:           c.opts.GroupID,
+		GroupTopics:       topics,
+		MinBytes:          1,
+		MaxBytes:          readerMaxBytes(c.opts.MaxRecordBytes),
+		MaxWait:           250 * time.Millisecond,
+		QueueCapacity:     max(1000, c.opts.MaxEvents),
+		CommitInterval:    0,
+		StartOffset:       kafka.FirstOffset,
+		HeartbeatInterval: time.Second,
+		SessionTimeout:    10 * time.Second,
+		RebalanceTimeout:  10 * time.Second,
+		ReadBackoffMin:    50 * time.Millisecond,
+		ReadBackoffMax:    500 * time.Millisecond,
+		Logger:            kafka.LoggerFunc(c.log.Sugar().Named("kafka").Debugf),
+		ErrorLogger:       kafka.LoggerFunc(c.log.Sugar().Named("kafka").Warnf),
+	})
 }
 
 // Run consumes until ctx ends, then finishes the batch in flight, commits it
@@ -149,6 +155,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 	defer c.close()
 	go c.poisonLog.Run(ctx)
 	defer c.poisonLog.Flush() // the batch in flight may dead-letter after ctx ends
+	client, closeClient := c.opts.Kafka.WatchClient(c.opts.Topics, topicPoll, 5*time.Second)
+	defer closeClient()
+	go c.topics.run(ctx, func(ctx context.Context) (topicMeta, error) { return readTopicMeta(ctx, client, c.opts.Topics) })
 	if err := c.waitReady(ctx); err != nil {
 		return nil
 	}
@@ -157,34 +166,86 @@ func (c *Consumer) Run(ctx context.Context) error {
 		defer func() { _ = c.opts.Withdraw(context.WithoutCancel(ctx)) }()
 	}
 	go c.watchMeta(ctx)
+	lostJobs := make(chan []lost)
+	go c.watchRollback(ctx, lostJobs)
 	c.log.Info("consuming", zap.Strings("topics", c.opts.Topics), zap.String("group", c.opts.GroupID),
 		zap.Int("batch_max_events", c.opts.MaxEvents), zap.Duration("batch_max_wait", c.opts.MaxWait))
+	var parts map[string]int
+	for {
+		var ok bool
+		if parts, ok = c.topics.next(ctx, parts); !ok {
+			return nil
+		}
+		if len(parts) == 0 {
+			continue // every topic vanished: wait for one
+		}
+		if err := c.session(ctx, parts, lostJobs); err != nil || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+// Topics returns the configured topics that exist, for the lag monitor; nil
+// until Run has read their metadata.
+func (c *Consumer) Topics() []string { return c.topics.existing() }
+
+// session consumes the topics of parts (topic -> partitions) as a group
+// member of its own until ctx ends or the consumable topics change. Then it
+// stops fetching, finishes the batch in flight, commits every batch it
+// applied and leaves the group. Records fetched but not yet applied are
+// dropped uncommitted: the next session (or another member) fetches them
+// again from the committed offsets, as after any rebalance. Between batches
+// it takes the lost records of lostJobs (see watchRollback).
+func (c *Consumer) session(ctx context.Context, parts map[string]int, lostJobs <-chan []lost) error {
+	var topics []string
+	for _, t := range c.opts.Topics {
+		if _, ok := parts[t]; ok {
+			topics = append(topics, t)
+		}
+	}
+	// c.reader is replaced only here, while no goroutine of a session runs.
+	c.reader = c.newReader(topics)
+	sctx, endSession := context.WithCancel(ctx)
+	defer endSession()
+	changed := make(chan struct{})
+	go func() {
+		if _, ok := c.topics.next(sctx, parts); ok {
+			close(changed)
+		}
+	}()
 	fctx, stopFetching := context.WithCancel(ctx)
-	defer stopFetching()
 	records := make(chan kafka.Message, 4096)
 	want, batches := make(chan struct{}), make(chan []kafka.Message)
-	go c.pump(fctx, records)
-	go c.batch(fctx, records, want, batches)
+	var fetchers sync.WaitGroup
+	fetchers.Go(func() { c.pump(fctx, records) })
+	fetchers.Go(func() { c.batch(fctx, records, want, batches) })
 	cm := c.startCommitter(ctx)
-	lostJobs := make(chan []lost)
-	go c.watchRollback(fctx, lostJobs)
-	err := c.consume(ctx, want, batches, lostJobs, cm)
+	err := c.consume(ctx, changed, want, batches, lostJobs, cm)
+	stopFetching()
+	fetchers.Wait()
 	if cerr := cm.close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	if err == nil && ctx.Err() != nil {
 		c.log.Info("stopped: batch in flight committed")
+	}
+	if cerr := c.reader.Close(); cerr != nil {
+		c.log.Warn("close reader", zap.Error(cerr))
 	}
 	return err
 }
 
-// consume applies batch after batch until ctx ends or a batch cannot be applied.
-// Between batches it applies again the records that watchRollback found
-// missing from Redis.
-func (c *Consumer) consume(ctx context.Context, want chan<- struct{}, batches <-chan []kafka.Message, lostJobs <-chan []lost, cm *committer) error {
+// consume applies batch after batch until ctx ends, stop is closed or a
+// batch cannot be applied. stop is looked at between batches only. Between
+// batches it applies again the records that watchRollback found missing
+// from Redis.
+func (c *Consumer) consume(ctx context.Context, stop <-chan struct{}, want chan<- struct{}, batches <-chan []kafka.Message,
+	lostJobs <-chan []lost, cm *committer) error {
 	for {
 		select {
 		case <-ctx.Done():
+			return nil
+		case <-stop:
 			return nil
 		case ls := <-lostJobs:
 			if err := c.repairLost(ctx, ls); err != nil {
@@ -195,6 +256,8 @@ func (c *Consumer) consume(ctx context.Context, want chan<- struct{}, batches <-
 		}
 		select {
 		case <-ctx.Done():
+			return nil
+		case <-stop:
 			return nil
 		case msgs := <-batches:
 			if err := c.process(ctx, msgs, cm); err != nil {
@@ -211,9 +274,6 @@ const (
 )
 
 func (c *Consumer) close() {
-	if err := c.reader.Close(); err != nil {
-		c.log.Warn("close reader", zap.Error(err))
-	}
 	if err := c.dlq.Close(); err != nil {
 		c.log.Warn("close dead-letter writer", zap.Error(err))
 	}

@@ -62,7 +62,7 @@ func (c *Consumer) deadLetter(ctx context.Context, bad []Poison) error {
 	if len(uncertain) > 0 {
 		present, err := c.findDeadLetters(ctx)
 		if err != nil {
-			return fmt.Errorf("look for earlier dead letters: %w", err)
+			return kafkaFailed(c.metrics.DeadLetterErrors, fmt.Errorf("look for earlier dead letters: %w", err))
 		}
 		for _, p := range uncertain {
 			if !present[origin(p.Msg.Topic, p.Msg.Partition, p.Msg.Offset)] {
@@ -87,7 +87,7 @@ func (c *Consumer) deadLetter(ctx context.Context, bad []Poison) error {
 		}})
 	}
 	if err := c.dlq.WriteMessages(ctx, out...); err != nil {
-		return fmt.Errorf("write %d records to dead-letter topic %s: %w", len(out), c.opts.DLQTopic, err)
+		return kafkaFailed(c.metrics.DeadLetterErrors, fmt.Errorf("write %d records to dead-letter topic %s: %w", len(out), c.opts.DLQTopic, err))
 	}
 	for _, p := range todo {
 		c.metrics.DeadLettered.WithLabelValues(p.Msg.Topic).Inc()

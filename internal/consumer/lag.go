@@ -14,14 +14,19 @@ import (
 )
 
 // MonitorLag sets projector_consumer_lag{topic,partition} every 5 seconds to
-// end offset minus the group's committed offset (kafka-go's Lag() is -1 in a group).
-func MonitorLag(ctx context.Context, conn *kafkaconn.Conn, group string, topics []string, m *obs.Metrics, log *zap.Logger) {
+// end offset minus the group's committed offset (kafka-go's Lag() is -1 in a
+// group), for the topics that topics returns each time (Consumer.Topics: the
+// configured topics that exist; a missing one would fail the whole measurement).
+func MonitorLag(ctx context.Context, conn *kafkaconn.Conn, group string, topics func() []string, m *obs.Metrics, log *zap.Logger) {
 	client := conn.Client(5 * time.Second)
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	for {
-		if err := measureLag(ctx, client, group, topics, m); err != nil && ctx.Err() == nil {
-			log.Debug("measure lag", zap.Error(err))
+		// No topic means none is known to exist yet; an empty list would ask for every topic.
+		if ts := topics(); len(ts) > 0 {
+			if err := measureLag(ctx, client, group, ts, m); err != nil && ctx.Err() == nil {
+				log.Debug("measure lag", zap.Error(err))
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -186,8 +186,7 @@ func (c *Consumer) retry(ctx context.Context, what string, f func(context.Contex
 			}
 			return nil
 		}
-		c.metrics.RedisErrors.WithLabelValues(what).Inc()
-		c.metrics.RedisRetries.Inc()
+		c.countFailure(what, err)
 		c.health.SetReady(false, what+" failing: "+err.Error())
 		c.log.Warn("retrying", zap.String("step", what), zap.Int("attempt", attempt), zap.Duration("backoff", backoff), zap.Error(err))
 		select {
@@ -214,8 +213,7 @@ func (c *Consumer) commit(ctx context.Context, msgs []kafka.Message) error {
 	}
 	return c.retry(ctx, "commit", func(ctx context.Context) error {
 		if err := c.reader.CommitMessages(ctx, out...); err != nil {
-			c.metrics.CommitErrors.Inc()
-			return err
+			return kafkaFailed(c.metrics.KafkaCommitErrors, err)
 		}
 		c.metrics.Commits.Inc()
 		return nil

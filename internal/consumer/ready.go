@@ -105,6 +105,7 @@ func (c *Consumer) waitReady(ctx context.Context) error {
 		}
 		if err != nil {
 			c.log.Warn("check projections meta", zap.Error(err))
+			c.health.SetReady(false, "check projections meta failing: "+err.Error())
 		}
 		c.ackPause(ctx)
 		select {

@@ -145,14 +145,14 @@ func (c *Consumer) checkRepairable(ctx context.Context, client *kafka.Client, l 
 		l.Topic: {kafka.FirstOffsetOf(l.Partition)},
 	}})
 	if err != nil {
-		return fmt.Errorf("read the first offset of %s:%d: %w", l.Topic, l.Partition, err)
+		return kafkaFailed(c.metrics.KafkaFetchErrors, fmt.Errorf("read the first offset of %s:%d: %w", l.Topic, l.Partition, err))
 	}
 	for _, p := range res.Topics[l.Topic] {
 		if p.Partition != l.Partition {
 			continue
 		}
 		if p.Error != nil {
-			return fmt.Errorf("read the first offset of %s:%d: %w", l.Topic, l.Partition, p.Error)
+			return kafkaFailed(c.metrics.KafkaFetchErrors, fmt.Errorf("read the first offset of %s:%d: %w", l.Topic, l.Partition, p.Error))
 		}
 		if p.FirstOffset > l.From {
 			return c.refuseRepair(ctx, l, fmt.Sprintf("Kafka no longer holds offsets %d-%d (the partition begins at %d)", l.From, p.FirstOffset-1, p.FirstOffset))
@@ -163,7 +163,7 @@ func (c *Consumer) checkRepairable(ctx context.Context, client *kafka.Client, l 
 
 // refuseRepair marks the projections for a replay (status rolled_back) and logs why.
 func (c *Consumer) refuseRepair(ctx context.Context, l lost, why string) error {
-	c.log.Error(fmt.Sprintf("Redis went back in time beyond what can be repaired: %s lost %s; stopped applying and committing. "+
+	c.log.Error(fmt.Sprintf("Redis went back in time beyond what can be repaired: it lost %s, and %s; stopped applying and committing. "+
 		"Rebuild with `replayer` (same configuration); consumers resume on their own afterwards", l, why))
 	if err := c.meta.MarkRolledBack(ctx, l.String()+": "+why); err != nil {
 		return err
@@ -180,7 +180,7 @@ func (c *Consumer) reapply(ctx context.Context, l lost, progress func(done int64
 		MinBytes: 1, MaxBytes: readerMaxBytes(c.opts.MaxRecordBytes), MaxWait: 250 * time.Millisecond, QueueCapacity: 1000})
 	defer r.Close()
 	if err := r.SetOffset(l.From); err != nil {
-		return 0, fmt.Errorf("seek %s:%d to %d: %w", l.Topic, l.Partition, l.From, err)
+		return 0, kafkaFailed(c.metrics.KafkaFetchErrors, fmt.Errorf("seek %s:%d to %d: %w", l.Topic, l.Partition, l.From, err))
 	}
 	chunk := max(c.opts.MaxEvents, 1)
 	var (
@@ -217,7 +217,7 @@ func (c *Consumer) reapply(ctx context.Context, l lost, progress func(done int64
 	for first <= l.To {
 		m, err := r.FetchMessage(ctx)
 		if err != nil {
-			return n, fmt.Errorf("read %s:%d again: %w", l.Topic, l.Partition, err)
+			return n, kafkaFailed(c.metrics.KafkaFetchErrors, fmt.Errorf("read %s:%d again: %w", l.Topic, l.Partition, err))
 		}
 		if !checked {
 			checked = true

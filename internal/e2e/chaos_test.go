@@ -22,11 +22,16 @@ import (
 // (rebalances), one broker killed and restarted, Redis restarted, and Redis
 // frozen for 10 seconds (SIGSTOP/SIGCONT). At the end every key equals the
 // model and the dead-letter topic holds exactly the poison records, once each.
-func TestChaosStandalone(t *testing.T) { runChaos(t, "standalone") }
+// On Valkey the run is shorter (half the crashes), to keep the suite's time.
+func TestChaosStandalone(t *testing.T) {
+	forFlavors(t, func(t *testing.T, fl testredis.Flavor) { runChaos(t, "standalone", fl) })
+}
 
-func TestChaosCluster(t *testing.T) { runChaos(t, "cluster") }
+func TestChaosCluster(t *testing.T) {
+	forFlavors(t, func(t *testing.T, fl testredis.Flavor) { runChaos(t, "cluster", fl) })
+}
 
-func runChaos(t *testing.T, mode string) {
+func runChaos(t *testing.T, mode string, fl testredis.Flavor) {
 	ctx := context.Background()
 	topics := []string{"shop.views", "shop.clicks", "shop.orders"}
 	kc := testkafka.StartCluster(t, 3)
@@ -38,10 +43,10 @@ func runChaos(t *testing.T, mode string) {
 	var nodes []*testredis.Server
 	var rdb redis.UniversalClient
 	if mode == "cluster" {
-		c := testredis.StartCluster(t, 3, testredis.WithAOF())
+		c := testredis.StartCluster(t, 3, testredis.WithAOF(), testredis.WithFlavor(fl))
 		nodes, rdb = c.Nodes(), c.Client()
 	} else {
-		s := testredis.StartStandalone(t, testredis.WithAOF())
+		s := testredis.StartStandalone(t, testredis.WithAOF(), testredis.WithFlavor(fl))
 		nodes, rdb = []*testredis.Server{s}, s.Client()
 	}
 	var addrs []string
@@ -68,7 +73,7 @@ func runChaos(t *testing.T, mode string) {
 	go produce(ctx, brokers, log, 60, 400*time.Millisecond, done)
 
 	actions := []string{"add", "remove", "add", "remove", "broker", "redis-restart", "redis-outage"}
-	for range envInt("E2E_CRASHES", 20) {
+	for range share(fl, envInt("E2E_CRASHES", 20)) {
 		actions = append(actions, "kill")
 	}
 	rng.Shuffle(len(actions), func(i, j int) { actions[i], actions[j] = actions[j], actions[i] })

@@ -22,6 +22,7 @@ import (
 
 // scenario is one randomized end-to-end run.
 type scenario struct {
+	flavor    testredis.Flavor
 	cluster   bool
 	prefix    string
 	zone      string
@@ -29,6 +30,23 @@ type scenario struct {
 	crashes   int
 	seed      uint64
 	batchSize int
+}
+
+// forFlavors runs f as a subtest on each server implementation (Debian's
+// Redis and Valkey).
+func forFlavors(t *testing.T, f func(t *testing.T, fl testredis.Flavor)) {
+	for _, fl := range testredis.Flavors() {
+		t.Run(string(fl), func(t *testing.T) { f(t, fl) })
+	}
+}
+
+// share is n for Redis and half of it (at least 1) for Valkey: the long
+// suites run on both, Valkey's run shorter to keep the suite's time.
+func share(fl testredis.Flavor, n int) int {
+	if fl == testredis.Redis {
+		return n
+	}
+	return max(n/2, 1)
 }
 
 // envInt reads a positive integer test knob, or def.
@@ -52,14 +70,19 @@ func testSeed(t *testing.T) uint64 {
 // out-of-order timestamps; the consumer binary killed (-9) and stopped
 // mid-stream while production goes on; at the end every key equals the model.
 func TestCrashesStandalone(t *testing.T) {
-	runScenario(t, scenario{events: envInt("E2E_EVENTS", 12000), crashes: envInt("E2E_CRASHES", 6), seed: testSeed(t), batchSize: 200})
+	forFlavors(t, func(t *testing.T, fl testredis.Flavor) {
+		runScenario(t, scenario{flavor: fl, events: share(fl, envInt("E2E_EVENTS", 12000)), crashes: share(fl, envInt("E2E_CRASHES", 6)),
+			seed: testSeed(t), batchSize: 200})
+	})
 }
 
 // TestCrashesCluster: the same against a 3-master Redis Cluster, with a key
 // prefix and a non-UTC time zone.
 func TestCrashesCluster(t *testing.T) {
-	runScenario(t, scenario{cluster: true, prefix: "shop:", zone: "America/New_York",
-		events: envInt("E2E_EVENTS", 12000), crashes: envInt("E2E_CRASHES", 4), seed: testSeed(t), batchSize: 300})
+	forFlavors(t, func(t *testing.T, fl testredis.Flavor) {
+		runScenario(t, scenario{flavor: fl, cluster: true, prefix: "shop:", zone: "America/New_York",
+			events: share(fl, envInt("E2E_EVENTS", 12000)), crashes: share(fl, envInt("E2E_CRASHES", 4)), seed: testSeed(t), batchSize: 300})
+	})
 }
 
 func runScenario(t *testing.T, sc scenario) {
@@ -73,10 +96,10 @@ func runScenario(t *testing.T, sc scenario) {
 	var addrs []string
 	mode := "standalone"
 	if sc.cluster {
-		c := testredis.StartCluster(t, 3)
+		c := testredis.StartCluster(t, 3, testredis.WithFlavor(sc.flavor))
 		rdb, addrs, mode = c.Client(), c.Addrs(), "cluster"
 	} else {
-		s := testredis.StartStandalone(t)
+		s := testredis.StartStandalone(t, testredis.WithFlavor(sc.flavor))
 		rdb, addrs = s.Client(), []string{s.Addr()}
 	}
 	zone := sc.zone

@@ -16,10 +16,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"projector/internal/gen"
+	"projector/internal/testkafka"
 )
 
-// consumerBin and replayerBin are the binaries built once by TestMain.
-var consumerBin, replayerBin string
+// consumerBin, replayerBin and apiBin are the binaries built once by TestMain.
+var consumerBin, replayerBin, apiBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "projector-e2e-")
@@ -27,8 +28,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	consumerBin, replayerBin = filepath.Join(dir, "consumer"), filepath.Join(dir, "replayer")
-	for bin, pkg := range map[string]string{consumerBin: "projector/cmd/consumer", replayerBin: "projector/cmd/replayer"} {
+	consumerBin, replayerBin, apiBin = filepath.Join(dir, "consumer"), filepath.Join(dir, "replayer"), filepath.Join(dir, "api")
+	for bin, pkg := range map[string]string{consumerBin: "projector/cmd/consumer", replayerBin: "projector/cmd/replayer",
+		apiBin: "projector/cmd/api"} {
 		build := exec.Command("go", "build", "-o", bin, pkg)
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
@@ -51,6 +53,27 @@ func startKafka(t *testing.T, partitions int, topics []string, dlq string) []str
 	}
 	t.Cleanup(c.Close)
 	return c.ListenAddrs()
+}
+
+// startApacheKafka starts a real Apache Kafka broker with the input topics
+// (partitions each) and a one-partition dead-letter topic.
+func startApacheKafka(t *testing.T, partitions int, topics []string, dlq string, opts ...testkafka.Option) []string {
+	t.Helper()
+	b := testkafka.Start(t, opts...)
+	for _, topic := range topics {
+		b.CreateTopic(t, topic, partitions)
+	}
+	b.CreateTopic(t, dlq, 1)
+	return b.Addrs()
+}
+
+// generate returns n generated records with event times in the span before
+// start (the seed from testSeed).
+func generate(t *testing.T, start time.Time, span time.Duration, n int) []gen.Record {
+	gc := gen.DefaultConfig()
+	gc.Seed = testSeed(t)
+	gc.Start, gc.Span = start.Add(-span), span
+	return gen.New(gc).Log(n)
 }
 
 // produce publishes records in order, in chunks with a pause between them, so
@@ -101,12 +124,20 @@ func cleanEnv(env []string) []string {
 // startConsumer runs the built consumer with env (PROJECTOR_* settings only).
 func startConsumer(t *testing.T, env []string) *proc {
 	t.Helper()
-	cmd := exec.Command(consumerBin)
+	return startProcess(t, consumerBin, env)
+}
+
+// startProcess runs a built binary with env (PROJECTOR_* settings only); its
+// output is kept in log (read it after the process ended).
+func startProcess(t *testing.T, bin string, env []string) *proc {
+	t.Helper()
+	name := filepath.Base(bin)
+	cmd := exec.Command(bin)
 	cmd.Env = cleanEnv(env)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start consumer: %v", err)
+		t.Fatalf("start %s: %v", name, err)
 	}
 	p := &proc{cmd: cmd, log: &buf, done: make(chan error, 1), started: time.Now()}
 	go func() { p.done <- cmd.Wait() }()
@@ -114,14 +145,14 @@ func startConsumer(t *testing.T, env []string) *proc {
 		_ = cmd.Process.Kill()
 		<-p.done
 		if dir := os.Getenv("E2E_LOG_DIR"); dir != "" {
-			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("consumer-%d.log", cmd.Process.Pid)), buf.Bytes(), 0o644)
+			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.log", name, cmd.Process.Pid)), buf.Bytes(), 0o644)
 		}
 		if t.Failed() {
-			f, err := os.CreateTemp("", fmt.Sprintf("projector-consumer-%d-*.log", cmd.Process.Pid))
+			f, err := os.CreateTemp("", fmt.Sprintf("projector-%s-%d-*.log", name, cmd.Process.Pid))
 			if err == nil {
 				_, _ = f.Write(buf.Bytes())
 				f.Close()
-				t.Logf("consumer pid %d output: %s; tail:\n%s", cmd.Process.Pid, f.Name(), tail(buf.String(), 1500))
+				t.Logf("%s pid %d output: %s; tail:\n%s", name, cmd.Process.Pid, f.Name(), tail(buf.String(), 1500))
 			}
 		}
 		p.done <- nil
@@ -136,6 +167,20 @@ func (p *proc) dumpStacks() {
 	case <-p.done:
 		p.done <- nil
 	case <-time.After(5 * time.Second):
+	}
+}
+
+// exitCode waits up to timeout for the process to end by itself and returns
+// its exit code.
+func (p *proc) exitCode(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		p.done <- nil
+		return p.cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		t.Fatalf("%s still running after %v", filepath.Base(p.cmd.Path), timeout)
+		return -1
 	}
 }
 

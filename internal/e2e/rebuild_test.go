@@ -20,14 +20,18 @@ import (
 // consumer paused between batches. The end state equals the model with every
 // projection on: no gap, no double count.
 func TestRebuildWhileRunning(t *testing.T) {
-	srv := testredis.StartStandalone(t)
-	runRebuild(t, srv.Client(), []string{srv.Addr()}, "standalone")
+	forFlavors(t, func(t *testing.T, fl testredis.Flavor) {
+		srv := testredis.StartStandalone(t, testredis.WithFlavor(fl))
+		runRebuild(t, srv.Client(), []string{srv.Addr()}, "standalone")
+	})
 }
 
 // TestRebuildWhileRunningCluster: the same on a 3-master Redis Cluster.
 func TestRebuildWhileRunningCluster(t *testing.T) {
-	c := testredis.StartCluster(t, 3)
-	runRebuild(t, c.Client(), c.Addrs(), "cluster")
+	forFlavors(t, func(t *testing.T, fl testredis.Flavor) {
+		c := testredis.StartCluster(t, 3, testredis.WithFlavor(fl))
+		runRebuild(t, c.Client(), c.Addrs(), "cluster")
+	})
 }
 
 func runRebuild(t *testing.T, rdb redis.UniversalClient, addrs []string, mode string) {

@@ -45,16 +45,20 @@ func get(url string) (int, string) {
 // stops and reports it, the replayer rebuilds, the consumer resumes by itself,
 // and the end state equals the model.
 func TestRecoveryStandalone(t *testing.T) {
-	srv := testredis.StartStandalone(t)
-	runRecovery(t, false, srv.Client(), []string{srv.Addr()}, "standalone", func(ctx context.Context) error {
-		return srv.Client().FlushAll(ctx).Err()
+	forFlavors(t, func(t *testing.T, fl testredis.Flavor) {
+		srv := testredis.StartStandalone(t, testredis.WithFlavor(fl))
+		runRecovery(t, false, srv.Client(), []string{srv.Addr()}, "standalone", func(ctx context.Context) error {
+			return srv.Client().FlushAll(ctx).Err()
+		})
 	})
 }
 
 // TestRecoveryCluster: the same on a 3-master Redis Cluster.
 func TestRecoveryCluster(t *testing.T) {
-	c := testredis.StartCluster(t, 3)
-	runRecovery(t, false, c.Client(), c.Addrs(), "cluster", c.FlushAll)
+	forFlavors(t, func(t *testing.T, fl testredis.Flavor) {
+		c := testredis.StartCluster(t, 3, testredis.WithFlavor(fl))
+		runRecovery(t, false, c.Client(), c.Addrs(), "cluster", c.FlushAll)
+	})
 }
 
 // TestRecoveryApacheKafka: the same with a real Apache Kafka broker, which the

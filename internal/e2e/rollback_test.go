@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,47 +28,43 @@ import (
 // records applied and committed, kill -9, start again) twice in one run,
 // with a real Apache Kafka broker.
 func TestRollbackRDB(t *testing.T) {
-	for _, fl := range testredis.Flavors() {
-		t.Run(string(fl), func(t *testing.T) {
-			srv := testredis.StartStandalone(t, testredis.WithFlavor(fl))
-			runRollback(t, rollbackCase{realKafka: true, rounds: 2, addrs: []string{srv.Addr()}, rdb: srv.Client(),
-				before: func(t *testing.T) { must(t, srv.Client().Save(context.Background()).Err()) },
-				incident: func(t *testing.T) []string {
-					srv.Kill()
-					srv.Restart(t)
-					return nil
-				}})
-		})
-	}
+	forFlavors(t, func(t *testing.T, fl testredis.Flavor) {
+		srv := testredis.StartStandalone(t, testredis.WithFlavor(fl))
+		runRollback(t, rollbackCase{realKafka: true, rounds: 2, addrs: []string{srv.Addr()}, rdb: srv.Client(),
+			before: func(t *testing.T) { must(t, srv.Client().Save(context.Background()).Err()) },
+			incident: func(t *testing.T) []string {
+				srv.Kill()
+				srv.Restart(t)
+				return nil
+			}})
+	})
 }
 
 // TestRollbackAOFTail: the append-only file loses its tail (kill -9, the
 // AOF cut back to the size it had before the last records were applied,
 // in the middle of a command; aof-load-truncated yes loads what is left).
 func TestRollbackAOFTail(t *testing.T) {
-	for _, fl := range testredis.Flavors() {
-		t.Run(string(fl), func(t *testing.T) {
-			srv := testredis.StartStandalone(t, testredis.WithFlavor(fl), testredis.WithAOF(), testredis.WithArgs("--aof-load-truncated", "yes"))
-			var file string
-			var size int64
-			runRollback(t, rollbackCase{rounds: 1, addrs: []string{srv.Addr()}, rdb: srv.Client(),
-				before: func(t *testing.T) {
-					// everysec: an fsync a second at most, and a write at once
-					time.Sleep(1500 * time.Millisecond)
-					file, size = lastIncrAOF(t, srv.Dir())
-				},
-				incident: func(t *testing.T) []string {
-					srv.Kill()
-					f, now := lastIncrAOF(t, srv.Dir())
-					if f != file || now <= size+7 {
-						t.Fatalf("the AOF did not grow after the snapshot point: %s %d -> %s %d", file, size, f, now)
-					}
-					must(t, os.Truncate(file, size+7)) // in the middle of a command
-					srv.Restart(t)
-					return nil
-				}})
-		})
-	}
+	forFlavors(t, func(t *testing.T, fl testredis.Flavor) {
+		srv := testredis.StartStandalone(t, testredis.WithFlavor(fl), testredis.WithAOF(), testredis.WithArgs("--aof-load-truncated", "yes"))
+		var file string
+		var size int64
+		runRollback(t, rollbackCase{rounds: 1, addrs: []string{srv.Addr()}, rdb: srv.Client(),
+			before: func(t *testing.T) {
+				// everysec: an fsync a second at most, and a write at once
+				time.Sleep(1500 * time.Millisecond)
+				file, size = lastIncrAOF(t, srv.Dir())
+			},
+			incident: func(t *testing.T) []string {
+				srv.Kill()
+				f, now := lastIncrAOF(t, srv.Dir())
+				if f != file || now <= size+7 {
+					t.Fatalf("the AOF did not grow after the snapshot point: %s %d -> %s %d", file, size, f, now)
+				}
+				must(t, os.Truncate(file, size+7)) // in the middle of a command
+				srv.Restart(t)
+				return nil
+			}})
+	})
 }
 
 // TestRollbackReplicaFailover: a replica falls behind (frozen with SIGSTOP
@@ -77,57 +74,90 @@ func TestRollbackAOFTail(t *testing.T) {
 // failover by restarting the consumers with the new address, or by a
 // DNS name or proxy that follows the master).
 func TestRollbackReplicaFailover(t *testing.T) {
-	for _, fl := range testredis.Flavors() {
-		t.Run(string(fl), func(t *testing.T) {
-			master := testredis.StartStandalone(t, testredis.WithFlavor(fl))
-			replica := testredis.StartStandalone(t, testredis.WithFlavor(fl))
-			ctx := context.Background()
-			host, port, _ := strings.Cut(master.Addr(), ":")
-			must(t, replica.Client().ReplicaOf(ctx, host, port).Err())
-			waitReplicaSynced(t, master, replica)
-			runRollback(t, rollbackCase{rounds: 1, addrs: []string{master.Addr()}, rdb: master.Client(),
-				before: func(t *testing.T) {
-					waitReplicaSynced(t, master, replica)
-					replica.Pause()
-					must(t, master.Client().Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err())
-				},
-				incident: func(t *testing.T) []string {
-					master.Kill()
-					replica.Resume()
-					must(t, replica.Client().ReplicaOf(ctx, "NO", "ONE").Err())
-					return []string{replica.Addr()}
-				},
-				after: func() redis.UniversalClient { return replica.Client() }})
-		})
-	}
+	forFlavors(t, func(t *testing.T, fl testredis.Flavor) {
+		master := testredis.StartStandalone(t, testredis.WithFlavor(fl))
+		replica := testredis.StartStandalone(t, testredis.WithFlavor(fl))
+		ctx := context.Background()
+		host, port, _ := strings.Cut(master.Addr(), ":")
+		must(t, replica.Client().ReplicaOf(ctx, host, port).Err())
+		waitReplicaSynced(t, master, replica)
+		runRollback(t, rollbackCase{rounds: 1, addrs: []string{master.Addr()}, rdb: master.Client(),
+			before: func(t *testing.T) {
+				waitReplicaSynced(t, master, replica)
+				replica.Pause()
+				must(t, master.Client().Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err())
+			},
+			incident: func(t *testing.T) []string {
+				master.Kill()
+				replica.Resume()
+				must(t, replica.Client().ReplicaOf(ctx, "NO", "ONE").Err())
+				return []string{replica.Addr()}
+			},
+			after: func() redis.UniversalClient { return replica.Client() }})
+	})
 }
 
 // TestRollbackClusterMaster: one master of a 3-master Redis Cluster (not
 // the one holding the global keys) restarts from an older RDB snapshot
 // while the two others keep their state.
 func TestRollbackClusterMaster(t *testing.T) {
-	for _, fl := range testredis.Flavors() {
-		t.Run(string(fl), func(t *testing.T) {
-			c := testredis.StartCluster(t, 3, testredis.WithFlavor(fl))
-			ctx := context.Background()
-			g, err := c.Client().MasterForKey(ctx, "px:wm:{g}")
-			must(t, err)
-			var node *testredis.Server
-			for _, n := range c.Nodes() {
-				if n.Addr() != g.Options().Addr {
-					node = n
+	forFlavors(t, func(t *testing.T, fl testredis.Flavor) {
+		c := testredis.StartCluster(t, 3, testredis.WithFlavor(fl))
+		ctx := context.Background()
+		g, err := c.Client().MasterForKey(ctx, "px:wm:{g}")
+		must(t, err)
+		var node *testredis.Server
+		for _, n := range c.Nodes() {
+			if n.Addr() != g.Options().Addr {
+				node = n
+				break
+			}
+		}
+		runRollback(t, rollbackCase{mode: "cluster", rounds: 1, addrs: c.Addrs(), rdb: c.Client(),
+			before: func(t *testing.T) { must(t, node.Client().Save(ctx).Err()) },
+			incident: func(t *testing.T) []string {
+				node.Kill()
+				node.Restart(t)
+				return nil
+			}})
+	})
+}
+
+// TestRollbackBeyondWindow: Redis goes back further than idempotency.window
+// (2 s here): the consumers refuse to repair it (status rolled_back, not
+// ready, one line pointing to the replayer), a replayer run rebuilds
+// everything, and they resume by themselves. Events lie within today, so
+// their markers outlive the short window and the model's dedupe holds.
+func TestRollbackBeyondWindow(t *testing.T) {
+	srv := testredis.StartStandalone(t)
+	runRollback(t, rollbackCase{rounds: 1, addrs: []string{srv.Addr()}, rdb: srv.Client(), today: true,
+		env:    []string{"PROJECTOR_IDEMPOTENCY_WINDOW=2s"},
+		before: func(t *testing.T) { must(t, srv.Client().Save(context.Background()).Err()) },
+		incident: func(t *testing.T) []string {
+			time.Sleep(2500 * time.Millisecond) // the records after the snapshot age past the window
+			srv.Kill()
+			srv.Restart(t)
+			return nil
+		},
+		recover: func(t *testing.T, env []string, httpAddrs []string) {
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				code, reason := get("http://" + httpAddrs[0] + "/readyz")
+				if code == 503 && strings.Contains(reason, "beyond repair") {
 					break
 				}
+				if time.Now().After(deadline) {
+					t.Fatalf("consumer did not refuse the repair: readyz %d %q", code, reason)
+				}
+				time.Sleep(100 * time.Millisecond)
 			}
-			runRollback(t, rollbackCase{mode: "cluster", rounds: 1, addrs: c.Addrs(), rdb: c.Client(),
-				before: func(t *testing.T) { must(t, node.Client().Save(ctx).Err()) },
-				incident: func(t *testing.T) []string {
-					node.Kill()
-					node.Restart(t)
-					return nil
-				}})
-		})
-	}
+			rp := exec.Command(replayerBin)
+			rp.Env = cleanEnv(env)
+			out, err := rp.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "replayed ") {
+				t.Fatalf("replayer after a rollback beyond repair: %v\n%s", err, out)
+			}
+		}})
 }
 
 // rollbackCase is one way of bringing back an older Redis state.
@@ -143,6 +173,12 @@ type rollbackCase struct {
 	before   func(t *testing.T)
 	incident func(t *testing.T) []string
 	after    func() redis.UniversalClient
+	// env is added to the consumers' environment; today keeps every event
+	// within today; recover, when set, runs after the incident (given the
+	// consumers' environment and HTTP addresses).
+	env     []string
+	today   bool
+	recover func(t *testing.T, env []string, httpAddrs []string)
 }
 
 func runRollback(t *testing.T, rc rollbackCase) {
@@ -167,20 +203,24 @@ func runRollback(t *testing.T, rc rollbackCase) {
 	gc := gen.DefaultConfig()
 	gc.Seed = testSeed(t)
 	gc.Start, gc.Span = start.Add(-36*time.Hour), 36*time.Hour
+	if rc.today {
+		gc.Span = min(time.Hour, start.Sub(start.Truncate(24*time.Hour))-time.Minute)
+		gc.Start = start.Add(-gc.Span)
+	}
 	log := gen.New(gc).Log(envInt("E2E_EVENTS", 9000))
 	// A warm-up, then per round: the records applied after the older
 	// state was taken, and the records produced during the incident.
 	parts := split(log, 1+2*rc.rounds)
 
 	env := func(addrs []string) []string {
-		return []string{
-			"PROJECTOR_KAFKA_BROKERS=" + strings.Join(brokers, ","),
-			"PROJECTOR_REDIS_ADDRS=" + strings.Join(addrs, ","),
-			"PROJECTOR_REDIS_MODE=" + mode,
+		return append(rc.env[:len(rc.env):len(rc.env)],
+			"PROJECTOR_KAFKA_BROKERS="+strings.Join(brokers, ","),
+			"PROJECTOR_REDIS_ADDRS="+strings.Join(addrs, ","),
+			"PROJECTOR_REDIS_MODE="+mode,
 			"PROJECTOR_BATCH_MAX_EVENTS=200",
 			"PROJECTOR_LOG_FORMAT=json",
 			"PROJECTOR_LOG_LEVEL=warn",
-		}
+		)
 	}
 	type member struct {
 		p    *proc
@@ -226,6 +266,13 @@ func runRollback(t *testing.T, rc rollbackCase) {
 			}
 			consumers = startAll(addrs)
 			rdb = rc.after()
+		}
+		if rc.recover != nil {
+			var hs []string
+			for _, c := range consumers {
+				hs = append(hs, c.http)
+			}
+			rc.recover(t, env(rc.addrs), hs)
 		}
 		must(t, <-done)
 		caughtUp()

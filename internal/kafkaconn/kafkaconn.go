@@ -105,6 +105,18 @@ func (c *Conn) Client(timeout time.Duration) *kafka.Client {
 	return &kafka.Client{Addr: kafka.TCP(c.brokers...), Timeout: timeout, Transport: c.transport}
 }
 
+// WatchClient returns a Client for watching the metadata of topics, and a
+// function that closes its connections. kafka-go answers a Client's Metadata
+// requests from its Transport's cache, which the shared Transport refreshes
+// only every 6 s or so and for every topic of the cluster; this Client's
+// Transport is its own, caches topics only and refreshes them at random
+// intervals below ttl, so a Metadata answer is never older than ttl.
+func (c *Conn) WatchClient(topics []string, ttl, timeout time.Duration) (*kafka.Client, func()) {
+	t := &kafka.Transport{DialTimeout: dialTimeout, SASL: c.mechanism, TLS: c.tlsConfig(), MetadataTTL: ttl,
+		MetadataTopics: topics}
+	return &kafka.Client{Addr: kafka.TCP(c.brokers...), Timeout: timeout, Transport: t}, t.CloseIdleConnections
+}
+
 // Close closes the idle connections of the shared Transport.
 func (c *Conn) Close() { c.transport.CloseIdleConnections() }
 

@@ -82,10 +82,12 @@ func TestMetricsExposeEveryName(t *testing.T) {
 	m.DeadLettered.WithLabelValues("shop.views").Inc()
 	m.BatchDuration.Observe(0.002)
 	m.BatchEvents.Observe(42)
-	m.RedisErrors.WithLabelValues("eval").Inc()
+	m.RedisErrors.WithLabelValues("apply").Inc()
 	m.RedisRetries.Inc()
 	m.Commits.Inc()
-	m.CommitErrors.Inc()
+	m.KafkaCommitErrors.Inc()
+	m.DeadLetterErrors.Inc()
+	m.KafkaFetchErrors.Inc()
 	m.ConsumerLag.WithLabelValues("shop.views", "3").Set(17)
 	m.LastAppliedEventTimestamp.Set(1.7e9)
 	m.RedisDataLost.Set(1)
@@ -102,10 +104,12 @@ func TestMetricsExposeEveryName(t *testing.T) {
 		`projector_batch_duration_seconds_bucket{le="5"} 1`,
 		`projector_batch_duration_seconds_count 1`,
 		`projector_batch_events_count 1`,
-		`projector_redis_errors_total{op="eval"} 1`,
+		`projector_redis_errors_total{op="apply"} 1`,
 		`projector_redis_retries_total 1`,
 		`projector_commits_total 1`,
-		`projector_commit_errors_total 1`,
+		`projector_kafka_commit_errors_total 1`,
+		`projector_dead_letter_errors_total 1`,
+		`projector_kafka_fetch_errors_total 1`,
 		`projector_consumer_lag{partition="3",topic="shop.views"} 17`,
 		`projector_last_applied_event_timestamp_seconds 1.7e+09`,
 		`projector_redis_data_lost 1`,

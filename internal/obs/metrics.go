@@ -53,11 +53,15 @@ type Metrics struct {
 	// BatchEvents observes the number of events per batch:
 	// projector_batch_events.
 	BatchEvents prometheus.Histogram
-	// RedisErrors counts failed Redis operations by operation name:
-	// projector_redis_errors_total{op}.
+	// RedisErrors counts failed Redis operations by the step that ran them
+	// (apply, repair, dead-letter, dead-letter mark): projector_redis_errors_total{op}.
+	// Failures of Kafka operations in the same steps are counted by
+	// KafkaFetchErrors, KafkaCommitErrors and DeadLetterErrors instead.
 	RedisErrors *prometheus.CounterVec
-	// KafkaFetchErrors counts fetches that failed (the reader reconnects
-	// and the consumer goes on after a pause).
+	// KafkaFetchErrors counts reads from Kafka that failed: the consumer
+	// group's fetches (the reader reconnects and the consumer goes on after
+	// a pause) and the reads of records applied again after Redis went back
+	// in time: projector_kafka_fetch_errors_total.
 	KafkaFetchErrors prometheus.Counter
 	// RedisRetries counts retries of Redis operations after an error:
 	// projector_redis_retries_total.
@@ -65,9 +69,12 @@ type Metrics struct {
 	// Commits counts successful Kafka offset commits:
 	// projector_commits_total.
 	Commits prometheus.Counter
-	// CommitErrors counts failed Kafka offset commits:
-	// projector_commit_errors_total.
-	CommitErrors prometheus.Counter
+	// KafkaCommitErrors counts failed Kafka offset commits (each is retried):
+	// projector_kafka_commit_errors_total.
+	KafkaCommitErrors prometheus.Counter
+	// DeadLetterErrors counts failed writes to and reads of the dead-letter
+	// topic (each is retried; the batch waits): projector_dead_letter_errors_total.
+	DeadLetterErrors prometheus.Counter
 	// ConsumerLag is the number of messages between the committed (or
 	// processed) offset and the end of each partition:
 	// projector_consumer_lag{topic, partition}.
@@ -88,6 +95,10 @@ type Metrics struct {
 	// RollbackReapplied counts records read again from Kafka and applied
 	// again after Redis went back in time: projector_redis_rollback_reapplied_records_total.
 	RollbackReapplied prometheus.Counter
+	// EvictionPolicyAccepted is 1 when a Redis server's maxmemory-policy
+	// evicts keys and redis.allow_eviction accepted it, else 0:
+	// projector_redis_eviction_policy_accepted.
+	EvictionPolicyAccepted prometheus.Gauge
 	// Ready is 1 while the process reports ready, else 0: projector_ready.
 	// Health keeps it in sync; set it through Health, not directly.
 	Ready prometheus.Gauge
@@ -138,10 +149,11 @@ func NewMetrics() *Metrics {
 		}),
 		RedisErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "projector_redis_errors_total",
-			Help: "Failed Redis operations, by operation.",
+			Help: "Failed Redis operations, by the step that ran them (apply, repair, dead-letter, dead-letter mark).",
 		}, []string{"op"}),
 		KafkaFetchErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "projector_kafka_fetch_errors_total", Help: "Fetches from Kafka that failed; the consumer keeps reconnecting.",
+			Name: "projector_kafka_fetch_errors_total",
+			Help: "Reads from Kafka that failed (group fetches, and records read again after Redis went back in time); the consumer keeps reconnecting.",
 		}),
 		RedisRetries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "projector_redis_retries_total",
@@ -151,9 +163,13 @@ func NewMetrics() *Metrics {
 			Name: "projector_commits_total",
 			Help: "Successful Kafka offset commits.",
 		}),
-		CommitErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "projector_commit_errors_total",
-			Help: "Failed Kafka offset commits.",
+		KafkaCommitErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "projector_kafka_commit_errors_total",
+			Help: "Failed Kafka offset commits (each is retried).",
+		}),
+		DeadLetterErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "projector_dead_letter_errors_total",
+			Help: "Failed writes to and reads of the dead-letter topic (each is retried; the batch waits).",
 		}),
 		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "projector_consumer_lag",
@@ -179,6 +195,7 @@ func NewMetrics() *Metrics {
 			Name: "projector_redis_rollback_reapplied_records_total",
 			Help: "Records read again from Kafka and applied again after Redis went back in time.",
 		}),
+		EvictionPolicyAccepted: NewEvictionPolicyAccepted(),
 		Ready: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "projector_ready",
 			Help: "1 while the process is ready, else 0.",
@@ -196,9 +213,20 @@ func NewMetrics() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.Events, m.Duplicates, m.DeadLettered, m.BatchDuration, m.BatchEvents,
-		m.RedisErrors, m.RedisRetries, m.KafkaFetchErrors, m.Commits, m.CommitErrors, m.ConsumerLag,
-		m.LastAppliedEventTimestamp, m.RedisDataLost, m.RedisRollbacks, m.RollbackRecords, m.RollbackReapplied, m.Ready, m.KeysWritten,
+		m.RedisErrors, m.RedisRetries, m.KafkaFetchErrors, m.Commits, m.KafkaCommitErrors, m.DeadLetterErrors, m.ConsumerLag,
+		m.LastAppliedEventTimestamp, m.RedisDataLost, m.RedisRollbacks, m.RollbackRecords, m.RollbackReapplied,
+		m.EvictionPolicyAccepted, m.Ready, m.KeysWritten,
 		m.ScriptCalls,
 	)
 	return m
+}
+
+// NewEvictionPolicyAccepted returns the gauge
+// projector_redis_eviction_policy_accepted (the consumer's and the read
+// API's): 1 when redis.allow_eviction accepted an evicting maxmemory-policy.
+func NewEvictionPolicyAccepted() prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "projector_redis_eviction_policy_accepted",
+		Help: "1 when a Redis server's maxmemory-policy evicts keys and redis.allow_eviction accepted it, else 0.",
+	})
 }

@@ -3,6 +3,7 @@ package refmodel
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -67,35 +68,18 @@ func (b *logBuilder) removed(user, product string, ts int64) string {
 	return b.add("shop.views", map[string]any{"type": "history_item_removed", "ts": ts, "user_id": user, "product_id": product})
 }
 
-// only returns a config with just the named projections on (contract defaults).
+// only returns the contract defaults with just the named projections on (the
+// others keep their settings: histclr uses the longer retention of both).
 func only(names ...string) projections.Config {
-	all := projections.Defaults()
-	var c projections.Config
+	c := projections.Defaults()
 	for _, n := range names {
-		switch n {
-		case "last_viewed":
-			c.LastViewed = all.LastViewed
-		case "history":
-			c.History = all.History
-		case "stats":
-			c.Stats = all.Stats
-		case "bestsellers":
-			c.Bestsellers = all.Bestsellers
-		case "product_views":
-			c.ProductViews = all.ProductViews
-		case "recent_orders":
-			c.RecentOrders = all.RecentOrders
-		case "orders":
-			c.Orders = all.Orders
-		case "trending":
-			c.Trending = all.Trending
-		default:
+		if _, ok := projections.Lookup(n); !ok {
 			panic(n)
 		}
 	}
-	// Keep durations configured even when off: histclr uses the longer retention.
-	c.LastViewed.TTL = all.LastViewed.TTL
-	c.History.Retention = all.History.Retention
+	for _, s := range projections.All() {
+		s.SetEnabled(&c, slices.Contains(names, s.Name))
+	}
 	return c
 }
 

@@ -101,12 +101,16 @@ func pauseRebuild(ctx context.Context, cfg config.Config, opts Options, rdb redi
 		return fmt.Errorf("reset %s: %w", rwm, err)
 	}
 	prog := newProgress(opts.Progress, opts.Terminal, complete.total()+marked.total())
+	planner, sel, err := selection(cfg, names, rwm)
+	if err != nil {
+		return err
+	}
 	for _, step := range []struct {
 		plan ranges
 		mode apply.RebuildMode
 	}{{complete, apply.RebuildAll}, {marked, apply.RebuildMarked}} {
-		a, err := rebuildApplier(ctx, cfg, rdb, names, apply.Options{WatermarkKey: rwm, Rebuild: step.mode})
-		if err != nil {
+		a := apply.NewRebuilder(rdb, planner, applyOptions(cfg), sel, step.mode)
+		if err := a.LoadScript(ctx); err != nil {
 			return err
 		}
 		if err := readAndApply(ctx, cfg, step.plan, batchOr(opts.BatchSize, RebuildBatch), a, sum, prog); err != nil {
@@ -169,21 +173,22 @@ func splitAt(plan ranges, wms map[string]string) (ranges, ranges) {
 	return complete, after
 }
 
-// rebuildApplier is an applier for a replay of the named projections: it plans
-// with the consumers' full configuration and keeps only their writes.
-func rebuildApplier(ctx context.Context, cfg config.Config, rdb redis.UniversalClient, names []string, o apply.Options) (*apply.Applier, error) {
+// selection is what a replay of the named projections applies with: a
+// planner with the consumers' full configuration, keeping only the named
+// projections' writes, under the replay's watermarks rwm.
+func selection(cfg config.Config, names []string, rwm string) (*projections.Planner, apply.Selection, error) {
 	planner, err := projections.NewPlanner(cfg.Projections, cfg.Location, cfg.Redis.KeyPrefix)
 	if err != nil {
-		return nil, err
+		return nil, apply.Selection{}, err
 	}
-	o.Window, o.Location, o.KeyPrefix, o.Now, o.IgnoreMeta = cfg.Idempotency.Window, cfg.Location, cfg.Redis.KeyPrefix, time.Now, true
-	o.Only = map[string]bool{}
+	sel := apply.Selection{Only: map[string]bool{}, WatermarkKey: rwm}
 	for _, n := range names {
-		o.Only[n] = true
+		sel.Only[n] = true
 	}
-	a := apply.New(rdb, planner, o)
-	if err := a.LoadScript(ctx); err != nil {
-		return nil, err
-	}
-	return a, nil
+	return planner, sel, nil
+}
+
+// applyOptions are the appliers' options under cfg.
+func applyOptions(cfg config.Config) apply.Options {
+	return apply.Options{Window: cfg.Idempotency.Window, Location: cfg.Location, KeyPrefix: cfg.Redis.KeyPrefix, Now: time.Now}
 }

@@ -114,12 +114,18 @@ func planRanges(ctx context.Context, cfg config.Config, toLatest bool) (ranges, 
 	return out, nil
 }
 
+// batchApplier applies a batch of records: an *apply.Applier after a data
+// loss, an *apply.CheckOnly or *apply.Rebuilder while projections are rebuilt.
+type batchApplier interface {
+	Apply(ctx context.Context, recs []apply.Record, ranges []apply.Range) (apply.Result, error)
+}
+
 // readAndApply reads every span at once (one reader per partition) and
 // applies the records in batches of up to batch records across partitions,
 // reading the next batch while the previous one is applied. Each partition's
 // records reach the batches in offset order, which is all the applier's
 // watermarks need.
-func readAndApply(ctx context.Context, cfg config.Config, plan ranges, batch int, a *apply.Applier, sum *Summary, prog *progress) error {
+func readAndApply(ctx context.Context, cfg config.Config, plan ranges, batch int, a batchApplier, sum *Summary, prog *progress) error {
 	conn, err := kafkaconn.New(cfg.Kafka)
 	if err != nil {
 		return err
@@ -211,7 +217,7 @@ func gather(ctx context.Context, in <-chan kafka.Message, size int, out chan<- [
 }
 
 // applyBatch applies one batch and adds it to the summary.
-func applyBatch(ctx context.Context, msgs []kafka.Message, maxBytes int, a *apply.Applier, sum *Summary, prog *progress) error {
+func applyBatch(ctx context.Context, msgs []kafka.Message, maxBytes int, a batchApplier, sum *Summary, prog *progress) error {
 	recs, bad, rgs := consumer.Split(msgs, maxBytes)
 	res, err := a.Apply(ctx, recs, rgs)
 	if err != nil {

@@ -15,9 +15,18 @@ import (
 	"projector/pkg/projections"
 )
 
-// globalOnly are the projections whose keys all live in the {g} slot: the
-// consumers' global script can hold them atomically while a replayer rebuilds.
-var globalOnly = map[string]bool{"bestsellers": true, "product_views": true, "recent_orders": true, "trending": true}
+// pauses reports whether rebuilding the named projections pauses the
+// consumers: some of them is not rebuilt by a hold (projections.RebuildHold,
+// only for projections whose keys all live in the {g} slot, which the
+// consumers' global script can hold atomically).
+func pauses(names []string) bool {
+	for _, n := range names {
+		if s, ok := projections.Lookup(n); !ok || s.Rebuild() != projections.RebuildHold {
+			return true
+		}
+	}
+	return false
+}
 
 // releaseHold ends the hold once the consumers' watermarks (KEYS[1]) reached
 // the replayed offsets: ARGV n, n x (field, last replayed offset), then the
@@ -46,10 +55,7 @@ return 1`)
 func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.UniversalClient, names []string, log *zap.Logger) (Summary, error) {
 	start := time.Now()
 	sum := Summary{ByType: map[string]int64{}}
-	perUser := false
-	for _, n := range names {
-		perUser = perUser || !globalOnly[n]
-	}
+	perUser := pauses(names)
 	if !opts.Wipe {
 		return sum, fmt.Errorf("refusing: rebuilding %s replaces its keys; pass --wipe --yes", strings.Join(names, ","))
 	}
@@ -124,8 +130,12 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 	if err := setHolds(apply.HoldUpTo(upTo)); err != nil {
 		return sum, fmt.Errorf("hold %v up to %s: %w", names, plan.String(), err)
 	}
-	applier, err := rebuildApplier(ctx, cfg, rdb, names, apply.Options{WatermarkKey: rwm, CheckOnly: true})
+	planner, sel, err := selection(cfg, names, rwm)
 	if err != nil {
+		return sum, err
+	}
+	applier := apply.NewCheckOnly(rdb, planner, applyOptions(cfg), sel)
+	if err := applier.LoadScript(ctx); err != nil {
 		return sum, err
 	}
 	prog := newProgress(opts.Progress, opts.Terminal, plan.total())

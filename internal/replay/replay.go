@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"projector/internal/apply"
 	"projector/internal/config"
 	"projector/internal/fingerprint"
+	"projector/internal/redischeck"
 	"projector/pkg/projections"
 )
 
@@ -80,8 +82,10 @@ func batchOr(n, def int) int {
 }
 
 // Run rebuilds after Redis lost its data. It refuses (with an error saying
-// why) when nothing was lost, when another replayer runs, or when Kafka no
-// longer holds the beginning of the log (unless AllowPartial).
+// why) when a server's maxmemory-policy evicts keys (*redischeck.EvictionError,
+// unless redis.allow_eviction), when nothing was lost, when another replayer
+// runs, or when Kafka no longer holds the beginning of the log (unless
+// AllowPartial).
 func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) (Summary, error) {
 	start := time.Now()
 	sum := Summary{ByType: map[string]int64{}}
@@ -91,6 +95,9 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 	}
 	rdb := app.NewRedis(cfg.Redis)
 	defer rdb.Close()
+	if _, err := redischeck.Check(ctx, rdb, cfg.Redis.AllowEviction, log); err != nil {
+		return sum, err
+	}
 	keys := projections.Keys{Prefix: cfg.Redis.KeyPrefix}
 	status, err := rdb.HGet(ctx, keys.Meta(), "status").Result()
 	if err != nil && err != redis.Nil {
@@ -107,7 +114,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 		if len(opts.Projections) == 0 {
 			return sum, fmt.Errorf("refusing: %s says status %s, so Redis did not lose its data; to rebuild a projection name it with --projections (and --wipe --yes)", keys.Meta(), status)
 		}
-		return rebuild(ctx, cfg, opts, rdb, selected(sel).enabledNames(), log)
+		return rebuild(ctx, cfg, opts, rdb, projections.EnabledNames(sel), log)
 	}
 	plan, err := planRanges(ctx, cfg, opts.ToLatest)
 	if err != nil {
@@ -116,8 +123,8 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 	if gaps := plan.gaps(); len(gaps) > 0 && !opts.AllowPartial {
 		return sum, fmt.Errorf("refusing: Kafka no longer holds the beginning of the log (%s); the rebuilt projections would miss those events; pass --allow-partial to rebuild from what is left", strings.Join(gaps, ", "))
 	}
-	names := selected(sel).enabledNames()
-	if all := selected(cfg.Projections).enabledNames(); len(names) != len(all) {
+	names := projections.EnabledNames(sel)
+	if all := projections.EnabledNames(cfg.Projections); len(names) != len(all) {
 		return sum, fmt.Errorf("refusing: after Redis lost its data every enabled projection (%s) is rebuilt; --projections selects projections to rebuild while Redis is intact", strings.Join(all, ","))
 	}
 	log.Info("replay plan", zap.Strings("projections", names), zap.Int64("records", plan.total()), zap.String("ranges", plan.String()))
@@ -135,7 +142,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 		return sum, fmt.Errorf("mark %s rebuilding: %w", keys.Meta(), err)
 	}
 	// Whatever consumers wrote after the loss is partial: start from nothing.
-	wiped, err := wipe(ctx, rdb, append(patterns(cfg.Redis.KeyPrefix, projections.Names), bookkeeping(cfg.Redis.KeyPrefix)...))
+	wiped, err := wipe(ctx, rdb, append(patterns(cfg.Redis.KeyPrefix, projections.Names()), bookkeeping(cfg.Redis.KeyPrefix)...))
 	if err != nil {
 		return sum, fmt.Errorf("wipe partial state: %w", err)
 	}
@@ -144,8 +151,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 	if err != nil {
 		return sum, err
 	}
-	applier := apply.New(rdb, planner, apply.Options{Window: cfg.Idempotency.Window, Location: cfg.Location,
-		KeyPrefix: cfg.Redis.KeyPrefix, Now: time.Now, IgnoreMeta: true, Evidence: true,
+	applier := apply.New(rdb, planner, applyOptions(cfg), apply.Guards{IgnoreMeta: true, Evidence: true,
 		Sync: apply.Sync{Replicas: cfg.Redis.Wait.Replicas, AOF: cfg.Redis.Wait.AOF, Timeout: cfg.Redis.Wait.Timeout}})
 	if err := applier.LoadScript(ctx); err != nil {
 		return sum, err
@@ -174,43 +180,21 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 	return sum, nil
 }
 
-// selected is the projection configuration the replay writes.
-type selected projections.Config
-
-func (s selected) enabledNames() []string {
-	p, err := projections.NewPlanner(projections.Config(s), time.UTC, "")
-	if err != nil {
-		return nil
-	}
-	return p.Enabled()
-}
-
 // selectProjections keeps only the named projections (all enabled ones when none are named).
 func selectProjections(cfg projections.Config, names []string) (projections.Config, error) {
 	if len(names) == 0 {
 		return cfg, nil
 	}
-	enabled := selected(cfg).enabledNames()
-	keep := map[string]bool{}
+	enabled := projections.EnabledNames(cfg)
 	for _, n := range names {
-		found := false
-		for _, e := range enabled {
-			found = found || e == n
-		}
-		if !found {
+		if !slices.Contains(enabled, n) {
 			return cfg, fmt.Errorf("--projections: %q is not an enabled projection (enabled: %s)", n, strings.Join(enabled, ","))
 		}
-		keep[n] = true
 	}
 	out := cfg
-	out.LastViewed.Enabled = keep["last_viewed"]
-	out.History.Enabled = keep["history"]
-	out.Stats.Enabled = keep["stats"]
-	out.Bestsellers.Enabled = keep["bestsellers"]
-	out.ProductViews.Enabled = keep["product_views"]
-	out.RecentOrders.Enabled = keep["recent_orders"]
-	out.Orders.Enabled = keep["orders"]
-	out.Trending.Enabled = keep["trending"]
+	for _, s := range projections.All() {
+		s.SetEnabled(&out, slices.Contains(names, s.Name))
+	}
 	return out, nil
 }
 

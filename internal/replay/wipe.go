@@ -5,24 +5,17 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"projector/pkg/projections"
 )
 
-// patterns returns the key patterns of the named projections (docs/contract.md section 4).
+// patterns returns the key patterns of the named projections (their Specs'
+// Patterns, docs/contract.md section 4).
 func patterns(prefix string, names []string) []string {
-	byName := map[string][]string{
-		"last_viewed":   {"lv:*"},
-		"history":       {"hist:*", "histclr:*", "px:hk:*"},
-		"stats":         {"st:*"},
-		"bestsellers":   {"best:*"},
-		"product_views": {"pv:*"},
-		"recent_orders": {"recent:*"},
-		"orders":        {"order:*", "orders:*"},
-		"trending":      {"trend:*"},
-	}
 	var out []string
 	for _, n := range names {
-		for _, p := range byName[n] {
-			out = append(out, prefix+p)
+		if s, ok := projections.Lookup(n); ok {
+			out = append(out, s.KeyPatterns(prefix)...)
 		}
 	}
 	return out

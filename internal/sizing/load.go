@@ -46,12 +46,12 @@ func Load(ctx context.Context, rdb redis.UniversalClient, sc Scenario, now time.
 	if err != nil {
 		return Applied{}, fmt.Errorf("planner: %w", err)
 	}
-	a := apply.New(rdb, planner, apply.Options{Window: 24 * time.Hour, Location: time.UTC,
-		Now: func() time.Time { return now }})
+	clock := func() time.Time { return now }
+	a := apply.New(rdb, planner, apply.Options{Window: 24 * time.Hour, Location: time.UTC, Now: clock}, apply.Guards{})
 	if err := a.LoadScript(ctx); err != nil {
-		return Applied{}, fmt.Errorf("load apply script: %w", err)
+		return Applied{}, err
 	}
-	if _, err := a.InitMeta(ctx, nil); err != nil {
+	if _, err := apply.NewMeta(rdb, "", clock, false).InitMeta(ctx, nil); err != nil {
 		return Applied{}, fmt.Errorf("init meta: %w", err)
 	}
 	recs, out := decodeLog(sc, now)

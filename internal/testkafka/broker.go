@@ -235,6 +235,15 @@ func (b *Broker) CreateTopic(tb testing.TB, name string, partitions int) {
 	}
 }
 
+// AddPartitions raises topic name to total partitions and waits until the
+// broker's metadata shows a leader for every one of them. Failure fails tb.
+func (b *Broker) AddPartitions(tb testing.TB, name string, total int) {
+	tb.Helper()
+	if err := addPartitions([]*Broker{b}, name, total); err != nil {
+		tb.Fatalf("testkafka: %v", err)
+	}
+}
+
 // cleanup kills the JVM at the end of the test and, when the test failed,
 // logs the node's last warnings and errors.
 func (b *Broker) cleanup(tb testing.TB) {

@@ -101,6 +101,13 @@ func TestBrokerProduceConsumeRestart(t *testing.T) {
 	if s := sum(endOffsets(t, client, topic, partitions)); s != n+10 {
 		t.Fatalf("after kill and restart the topic holds %d records, want %d", s, n+10)
 	}
+
+	// Partitions added to the topic serve at once; the old ones keep their records.
+	b.AddPartitions(t, topic, partitions+2)
+	ends := endOffsets(t, client, topic, partitions+2)
+	if ends[partitions] != 0 || ends[partitions+1] != 0 || sum(ends) != n+10 {
+		t.Fatalf("end offsets after adding 2 partitions %v, want the new ones empty and %d records in all", ends, n+10)
+	}
 }
 
 // fatalRecorder is a testing.TB whose Fatalf records the message and ends

@@ -19,15 +19,13 @@ func createTopic(brokers []*Broker, name string, partitions, replication int) er
 	if partitions < 1 || replication < 1 {
 		return fmt.Errorf("create topic %q: partitions (%d) and replication (%d) must be at least 1", name, partitions, replication)
 	}
-	addrs := runningAddrs(brokers)
-	if len(addrs) == 0 {
-		return fmt.Errorf("create topic %q: no broker is running", name)
+	client, addrs, closeClient, err := adminClient(brokers, fmt.Sprintf("create topic %q", name))
+	if err != nil {
+		return err
 	}
+	defer closeClient()
 	ctx, cancel := context.WithTimeout(context.Background(), topicTimeout)
 	defer cancel()
-	transport := &kafka.Transport{DialTimeout: 5 * time.Second}
-	defer transport.CloseIdleConnections()
-	client := &kafka.Client{Addr: kafka.TCP(addrs...), Timeout: 10 * time.Second, Transport: transport}
 	req := &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
 		Topic: name, NumPartitions: partitions, ReplicationFactor: replication,
 	}}}
@@ -50,6 +48,20 @@ func createTopic(brokers []*Broker, name string, partitions, replication int) er
 		return fmt.Errorf("topic %q created but not ready after %s: %w", name, topicTimeout, err)
 	}
 	return nil
+}
+
+// adminClient returns a Client of the running members of brokers with a
+// Transport of its own (no stale metadata from earlier requests), their
+// addresses, and a function that closes the Transport's connections; what
+// names the operation in the error when no broker runs.
+func adminClient(brokers []*Broker, what string) (*kafka.Client, []string, func(), error) {
+	addrs := runningAddrs(brokers)
+	if len(addrs) == 0 {
+		return nil, nil, nil, fmt.Errorf("%s: no broker is running", what)
+	}
+	transport := &kafka.Transport{DialTimeout: 5 * time.Second}
+	client := &kafka.Client{Addr: kafka.TCP(addrs...), Timeout: 10 * time.Second, Transport: transport}
+	return client, addrs, transport.CloseIdleConnections, nil
 }
 
 // runningAddrs returns the addresses of the running brokers.
@@ -116,6 +128,31 @@ func topicReady(ctx context.Context, addr, name string, partitions, inSync int) 
 		if len(p.Isr) < want {
 			return fmt.Errorf("%s: partition %d of %q has %d in-sync replicas, want %d", addr, p.ID, name, len(p.Isr), want)
 		}
+	}
+	return nil
+}
+
+// addPartitions raises a topic's partition count through the running
+// members of brokers and waits for the new partitions' metadata.
+func addPartitions(brokers []*Broker, name string, total int) error {
+	client, addrs, closeClient, err := adminClient(brokers, fmt.Sprintf("add partitions to %q", name))
+	if err != nil {
+		return err
+	}
+	defer closeClient()
+	ctx, cancel := context.WithTimeout(context.Background(), topicTimeout)
+	defer cancel()
+	resp, err := client.CreatePartitions(ctx, &kafka.CreatePartitionsRequest{
+		Topics: []kafka.TopicPartitionsConfig{{Name: name, Count: int32(total)}},
+	})
+	if err != nil {
+		return fmt.Errorf("add partitions to %q (%d in all) via %v: %w", name, total, addrs, err)
+	}
+	if err := resp.Errors[name]; err != nil {
+		return fmt.Errorf("add partitions to %q (%d in all) via %v: %w", name, total, addrs, err)
+	}
+	if err := waitTopic(ctx, addrs, name, total, 0); err != nil {
+		return fmt.Errorf("partitions of %q added but not ready after %s: %w", name, topicTimeout, err)
 	}
 	return nil
 }

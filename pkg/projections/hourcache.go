@@ -12,52 +12,24 @@ type hourBuckets struct {
 	start, end int64   // the hour is [start, end), Unix ms
 	b          Buckets // Minute and MinuteEnd left empty
 	minutes    [60]string
-	keys       globalKeys
+	keys       [][]string // per projection of the planner's order: its hour keys (nil: none)
 }
 
-// globalKeys are the global keys of one hour (with the planner's prefix).
-type globalKeys struct {
-	stats    [len(statNames)][4]string // per stat: year, month, day, hour
-	pv, best string
-	trend    [60]string
+// hourKeyer is a projection whose keys depend only on the hour's buckets
+// (global keys): the planner builds them once per cached hour, and Plan
+// finds them with Input.hourKeys.
+type hourKeyer interface {
+	hourKeys(h *hourBuckets) []string
 }
 
-// bestOr returns the day's bestsellers key, built when g is nil.
-func (g *globalKeys) bestOr(k Keys, day string) string {
-	if g == nil {
-		return k.Bestsellers(day)
-	}
-	return g.best
-}
-
-// pvOr returns the day's product-views key, built when g is nil.
-func (g *globalKeys) pvOr(k Keys, day string) string {
-	if g == nil {
-		return k.ProductViews(day)
-	}
-	return g.pv
-}
-
-// trendOr returns the trending key of minute (index m of the hour), built when g is nil.
-func (g *globalKeys) trendOr(k Keys, m int, minute string) string {
-	if g == nil {
-		return k.Trending(minute)
-	}
-	return g.trend[m]
-}
-
-// newGlobalKeys builds the global keys of the hour h.
-func newGlobalKeys(k Keys, h *hourBuckets) globalKeys {
-	g := globalKeys{pv: k.ProductViews(h.b.Day), best: k.Bestsellers(h.b.Day)}
-	for s, name := range statNames {
-		for i, bucket := range [4]string{h.b.Year, h.b.Month, h.b.Day, h.b.Hour} {
-			g.stats[s][i] = k.GlobalStat(name, bucket)
+// setHourKeys builds the hour keys of every projection of order that has them.
+func (h *hourBuckets) setHourKeys(order []Projection) {
+	h.keys = make([][]string, len(order))
+	for j, pr := range order {
+		if hk, ok := pr.(hourKeyer); ok {
+			h.keys[j] = hk.hourKeys(h)
 		}
 	}
-	for m, minute := range h.minutes {
-		g.trend[m] = k.Trending(minute)
-	}
-	return g
 }
 
 const (
@@ -106,19 +78,19 @@ func (p *Planner) Buckets(ts int64) Buckets {
 func (p *Planner) Location() *time.Location { return p.loc }
 
 // buckets returns BucketsOf(ts, p.loc), from the cached hour when ts lies
-// in it, with that hour's global keys and the minute's index in it (nil
-// when the hour is not cached).
-func (p *Planner) buckets(ts int64) (Buckets, *globalKeys, int) {
+// in it, with that hour (nil when it is not cached) and the minute's index
+// in it.
+func (p *Planner) buckets(ts int64) (Buckets, *hourBuckets, int32) {
 	slot := &p.hours[uint64(ts/hourMs)%hourSlots]
 	if h := slot.Load(); h != nil && ts >= h.start && ts < h.end {
 		m := (ts - h.start) / minuteMs
 		b := h.b
 		b.Minute = h.minutes[m]
 		b.MinuteEnd = h.start + (m+1)*minuteMs
-		return b, &h.keys, int(m)
+		return b, h, int32(m)
 	}
 	if h := newHourBuckets(ts, p.loc); h != nil {
-		h.keys = newGlobalKeys(p.keys, h)
+		h.setHourKeys(p.order)
 		slot.Store(h)
 	}
 	return BucketsOf(ts, p.loc), nil, 0

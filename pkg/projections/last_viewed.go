@@ -1,6 +1,41 @@
 package projections
 
-import "projector/pkg/events"
+import (
+	"fmt"
+	"time"
+
+	"projector/pkg/events"
+)
+
+// lastViewedSpec declares `lv:{u:<user>}`.
+var lastViewedSpec = Spec{
+	Name:     "last_viewed",
+	Scope:    ScopeUser,
+	Patterns: []string{"lv:*"},
+	section:  func(c *Config) section { return &c.LastViewed },
+	defaults: func(c *Config) { c.LastViewed = LastViewedConfig{Enabled: true, Size: 10, TTL: 90 * Day} },
+	check: func(c *Config) *FieldError {
+		if n := c.LastViewed.Size; n < 1 {
+			return &FieldError{Field: "size", Problem: fmt.Sprintf("must be at least 1 (got %d)", n)}
+		}
+		return nil
+	},
+	build: func(c Config, k Keys) Projection {
+		return lastViewed{cfg: c.LastViewed, keys: k, guarded: c.History.Enabled}
+	},
+}
+
+// LastViewedConfig tunes `lv:{u:<user>}`.
+type LastViewedConfig struct {
+	Enabled bool          `mapstructure:"enabled"`
+	Size    int           `mapstructure:"size"` // newest members kept
+	TTL     time.Duration `mapstructure:"ttl"`  // entry retention and key expiry after the newest ts
+}
+
+func (c *LastViewedConfig) enabledFlag() *bool { return &c.Enabled }
+
+// LastViewed is `lv:{u:<user>}`.
+func (k Keys) LastViewed(user string) string { return k.Prefix + "lv:{u:" + user + "}" }
 
 // lastViewed maintains `lv:{u:<user>}`: the newest Size products a user viewed.
 type lastViewed struct {
@@ -8,8 +43,6 @@ type lastViewed struct {
 	keys    Keys
 	guarded bool // history is on: views at or before histclr are ignored
 }
-
-func (lastViewed) Name() string { return "last_viewed" }
 
 func (p lastViewed) Plan(in *Input, out []Write) []Write {
 	ev := &in.Event

@@ -2,17 +2,61 @@ package projections
 
 import (
 	"encoding/json"
+	"time"
 
 	"projector/pkg/events"
 )
+
+// recentOrdersSpec declares `recent:{g}`.
+var recentOrdersSpec = Spec{
+	Name:     "recent_orders",
+	Scope:    ScopeGlobal,
+	Patterns: []string{"recent:*"},
+	section:  func(c *Config) section { return &c.RecentOrders },
+	defaults: func(c *Config) { c.RecentOrders = RecentOrdersConfig{Enabled: true, Keep: time.Hour} },
+	build:    func(c Config, k Keys) Projection { return recentOrders{cfg: c.RecentOrders, keys: k} },
+}
+
+// ordersSpec declares `order:{u:<user>}:<id>` and `orders:{u:<user>}`.
+var ordersSpec = Spec{
+	Name:     "orders",
+	Scope:    ScopeUser,
+	Patterns: []string{"order:*", "orders:*"},
+	section:  func(c *Config) section { return &c.Orders },
+	defaults: func(c *Config) { c.Orders = OrdersConfig{Enabled: true, TTL: 90 * Day} },
+	build:    func(c Config, k Keys) Projection { return orders{cfg: c.Orders, keys: k} },
+}
+
+// RecentOrdersConfig tunes `recent:{g}`.
+type RecentOrdersConfig struct {
+	Enabled bool          `mapstructure:"enabled"`
+	Keep    time.Duration `mapstructure:"keep"` // window kept behind the newest order ts
+}
+
+func (c *RecentOrdersConfig) enabledFlag() *bool { return &c.Enabled }
+
+// OrdersConfig tunes `order:{u:<user>}:<id>` and `orders:{u:<user>}`.
+type OrdersConfig struct {
+	Enabled bool          `mapstructure:"enabled"`
+	TTL     time.Duration `mapstructure:"ttl"`
+}
+
+func (c *OrdersConfig) enabledFlag() *bool { return &c.Enabled }
+
+// RecentOrders is `recent:{g}`.
+func (k Keys) RecentOrders() string { return k.Global("recent") }
+
+// Order is `order:{u:<user>}:<id>`.
+func (k Keys) Order(user, id string) string { return k.Prefix + "order:{u:" + user + "}:" + id }
+
+// Orders is `orders:{u:<user>}`.
+func (k Keys) Orders(user string) string { return k.User("orders", user) }
 
 // recentOrders maintains `recent:{g}`: order ids of the last Keep behind the newest order.
 type recentOrders struct {
 	cfg  RecentOrdersConfig
 	keys Keys
 }
-
-func (recentOrders) Name() string { return "recent_orders" }
 
 func (p recentOrders) Plan(in *Input, out []Write) []Write {
 	ev := &in.Event
@@ -29,8 +73,6 @@ type orders struct {
 	cfg  OrdersConfig
 	keys Keys
 }
-
-func (orders) Name() string { return "orders" }
 
 // OrderDoc is the JSON document stored at `order:{u:<user>}:<id>`.
 type OrderDoc struct {

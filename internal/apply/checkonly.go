@@ -1,0 +1,56 @@
+package apply
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+
+	"projector/pkg/projections"
+)
+
+// Selection is what a replayer rebuilding some projections applies: their
+// writes alone, planned with the consumers' full configuration (so that one
+// projection's effect on another stays the same), under watermarks of its own.
+type Selection struct {
+	// Only names the projections whose writes are kept.
+	Only map[string]bool
+	// WatermarkKey is the hash of the replayer's watermarks (it must carry
+	// the {g} hash tag).
+	WatermarkKey string
+}
+
+// CheckOnly applies the global writes of selected projections for a
+// replayer rebuilding them while the consumers run (and hold them). It
+// only reads the idempotency markers, never sets them, and plans no user
+// writes: it must not mark records the consumers have yet to apply.
+// Records without a marker (expired) are deduplicated in memory across the
+// batches of the replay.
+type CheckOnly struct {
+	core
+	wmKey string
+	seen  unmarked
+}
+
+// NewCheckOnly returns a CheckOnly writing through rdb.
+func NewCheckOnly(rdb redis.UniversalClient, planner *projections.Planner, opts Options, sel Selection) *CheckOnly {
+	return &CheckOnly{core: newCore(rdb, planner, opts, sel.Only), wmKey: sel.WatermarkKey, seen: unmarked{}}
+}
+
+// Apply applies the global writes of a batch's records that were not
+// applied before, guarded by the replayer's watermarks.
+func (a *CheckOnly) Apply(ctx context.Context, recs []Record, ranges []Range) (Result, error) {
+	b, release, err := a.planAfter(ctx, recs, ranges, a.wmKey)
+	if err != nil {
+		return b.res, err
+	}
+	defer release()
+	if err := a.applyUsers(ctx, b, modeCheck); err != nil {
+		return b.res, err
+	}
+	for _, it := range b.all {
+		if b.res.Outcomes[it.idx] == Applied && !it.marked && a.seen.duplicate(it) {
+			b.res.Outcomes[it.idx] = Duplicate
+		}
+	}
+	return b.res, a.applyGlobal(ctx, b, globalGuard{wmKey: a.wmKey, mode: modeGlobal})
+}

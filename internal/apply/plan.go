@@ -1,0 +1,133 @@
+package apply
+
+import (
+	"strconv"
+	"time"
+
+	"projector/pkg/projections"
+)
+
+// item is one record on its way through Apply.
+type item struct {
+	idx       int
+	rec       *Record
+	user      []projections.Write
+	global    []projections.Write
+	marker    string
+	origin    string
+	markerExp int64
+	marked    bool // the user phase found this record's marker
+}
+
+// originOf is "<topic>:<partition>:<offset>", the value of r's marker.
+func originOf(r *Record) string {
+	var b [96]byte
+	o := append(b[:0], r.Topic...)
+	o = append(o, ':')
+	o = strconv.AppendInt(o, int64(r.Partition), 10)
+	o = append(o, ':')
+	return string(strconv.AppendInt(o, r.Offset, 10))
+}
+
+func tpField(topic string, partition int) string { return topic + ":" + strconv.Itoa(partition) }
+
+// plan computes the writes of b's records and groups them by user (b.groups,
+// b.order, b.all), leaving out the records at or below their partition's
+// watermark in skip (nil: none) and in-batch duplicates. The writes live in
+// the core's buffer until the returned function is called.
+func (c *core) plan(b *batch, skip map[string]string) (release func()) {
+	buf, keep := c.writeBuffer(20 * len(b.recs)) // every record's writes, in one array
+	now := c.opts.Now()
+	items := make([]item, len(b.recs)) // one allocation for the batch's items
+	seen := make(map[string]bool, len(b.recs))
+	b.groups = make(map[string][]*item, len(b.recs))
+	var scratch []projections.Write
+	for i := range b.recs {
+		r := &b.recs[i]
+		if appliedBefore(skip, r) {
+			b.res.Outcomes[i] = Skipped
+			continue
+		}
+		it := &items[i]
+		c.describe(it, i, r, now)
+		dk := it.marker + "\x00" + r.Event.ID
+		if seen[dk] {
+			b.res.Outcomes[i] = Duplicate
+			continue
+		}
+		seen[dk] = true
+		n := len(buf)
+		buf = c.planner.Plan(r.Event, now, buf)
+		it.user, it.global = c.split(buf[n:len(buf):len(buf)], &scratch)
+		if _, ok := b.groups[r.Event.UserID]; !ok {
+			b.order = append(b.order, r.Event.UserID)
+		}
+		b.groups[r.Event.UserID] = append(b.groups[r.Event.UserID], it)
+	}
+	for _, u := range b.order {
+		b.all = append(b.all, b.groups[u]...)
+	}
+	return func() { keep(buf) }
+}
+
+// appliedBefore reports whether r lies at or below its partition's watermark in wms.
+func appliedBefore(wms map[string]string, r *Record) bool {
+	wm, ok := wms[tpField(r.Topic, r.Partition)]
+	if !ok {
+		return false
+	}
+	w, err := strconv.ParseInt(wm, 10, 64)
+	return err == nil && r.Offset <= w
+}
+
+// describe fills in it for record i: its marker hash (the user's day of the
+// event), origin and the marker's expiry (a window after the later of the
+// day's end and now).
+func (c *core) describe(it *item, i int, r *Record, now time.Time) {
+	ev := &r.Event
+	var b projections.Buckets
+	if c.opts.Location == c.planner.Location() {
+		b = c.planner.Buckets(ev.TS) // cached per hour
+	} else {
+		b = projections.BucketsOf(ev.TS, c.opts.Location)
+	}
+	window := c.opts.Window.Milliseconds()
+	*it = item{idx: i, rec: r, marker: c.keys.Seen(ev.UserID, b.Day), origin: originOf(r),
+		markerExp: max(b.DayEnd+window, now.UnixMilli()+window)}
+}
+
+// split splits one record's writes ws into the user's and the global ones.
+// The planner puts the user's writes first; when projections are selected
+// (c.only), or a planner did not, the selected writes of each kind are
+// moved into that order in ws (the global ones wait in scratch).
+func (c *core) split(ws []projections.Write, scratch *[]projections.Write) (user, global []projections.Write) {
+	u := 0
+	for u < len(ws) && !ws[u].Global {
+		u++
+	}
+	k := len(ws)
+	ordered := c.only == nil
+	for i := u; i < k && ordered; i++ {
+		ordered = ws[i].Global
+	}
+	if !ordered {
+		u = 0
+		*scratch = (*scratch)[:0]
+		for i := range ws {
+			w := &ws[i]
+			if c.only != nil && !c.only[w.Projection] {
+				continue
+			}
+			if w.Global {
+				*scratch = append(*scratch, *w)
+			} else {
+				if u != i {
+					ws[u] = *w
+				}
+				u++
+			}
+		}
+		k = u + copy(ws[u:], *scratch)
+	}
+	return ws[:u:u], ws[u:k:k]
+}

@@ -1,0 +1,147 @@
+package apply
+
+import (
+	"slices"
+
+	"projector/pkg/projections"
+)
+
+// profile is what the ZAddMax writes of a program share: the trim, the
+// expiry's distance from the score (ttl; hasTTL false: no expiry) and the guard key.
+type profile struct {
+	keep   int
+	ret    int64
+	ttl    int64
+	hasTTL bool
+	guard  string
+}
+
+func profileOf(w *projections.Write) profile {
+	return profile{keep: w.Trim.Keep, ret: w.Trim.RetentionMs, ttl: w.ExpireAt - w.Score, hasTTL: w.ExpireAt != 0, guard: w.Guard}
+}
+
+// profiles is the small list of a program's profiles (three at most in practice).
+type profiles []profile
+
+// index returns p's 1-based position, adding it when new.
+func (ps *profiles) index(p profile) int {
+	for i := range *ps {
+		if (*ps)[i] == p {
+			return i + 1
+		}
+	}
+	*ps = append(*ps, p)
+	return len(*ps)
+}
+
+// appendWrites encodes writes as the script's write program (apply.lua reads
+// it back): the ZAddMax profiles, then the counters (IncrBy writes: their keys
+// are written by no other kind, so they may go first), then the other writes
+// in order, each as its kind and the values that kind needs. Strings and
+// numbers are passed as pointers into ws (go-redis writes *string and *int64
+// without boxing them): ws must not change until the command has been sent.
+func appendWrites(args []any, ws []projections.Write) []any {
+	var fixed [4]profile
+	ps := profiles(fixed[:0])
+	nc := 0
+	for i := range ws {
+		switch ws[i].Kind {
+		case projections.ZAddMax:
+			ps.index(profileOf(&ws[i]))
+		case projections.IncrBy:
+			nc++
+		}
+	}
+	args = append(args, len(ps))
+	for _, p := range ps {
+		var ttl any = ""
+		if p.hasTTL {
+			ttl = p.ttl
+		}
+		args = append(args, p.keep, p.ret, ttl, p.guard)
+	}
+	args = append(args, nc)
+	for i := range ws {
+		if w := &ws[i]; w.Kind == projections.IncrBy {
+			args = append(args, &w.Key, &w.Delta, &w.ExpireAt)
+		}
+	}
+	seg := 0 // the first write after the last barrier
+	for i := range ws {
+		w := &ws[i]
+		if w.Kind.Barrier() {
+			args = appendSets(args, ws[seg:i], ps)
+			seg = i + 1
+		}
+		switch w.Kind {
+		case projections.IncrBy, projections.ZAddMax:
+			continue
+		}
+		args = append(args, kindArg[w.Kind], &w.Key)
+		switch w.Kind {
+		case projections.ZIncrBy:
+			args = append(args, &w.Member, &w.Delta, &w.ExpireAt)
+		case projections.SetValue:
+			args = append(args, &w.Value, &w.ExpireAt)
+		case projections.SetMax:
+			args = append(args, &w.Score, &w.ExpireAt)
+		case projections.ZRemUpTo:
+			args = append(args, &w.Score, &w.Registry)
+		case projections.ZRemMemberUpTo:
+			args = append(args, &w.Member, &w.Score)
+		case projections.ZRemPrefixUpTo:
+			args = append(args, &w.Member, &w.Score, &w.Registry)
+		case projections.SAdd:
+			args = append(args, &w.Member, &w.ExpireAt)
+		}
+	}
+	return appendSets(args, ws[seg:], ps)
+}
+
+// appendSets encodes the ZAddMax writes of ws, a stretch without barriers, as
+// one entry per set and profile: key, profile, n, then n x (member, score),
+// in the order of each set's first write. Within such a stretch they may go
+// after the other writes: no other kind writes a set's key there, and the
+// guard keys change only at barriers (SetMax).
+func appendSets(args []any, ws []projections.Write, ps profiles) []any {
+	type set struct {
+		key  string
+		prof int
+	}
+	var fixed [4]set
+	done := fixed[:0]
+	for i := range ws {
+		w := &ws[i]
+		if w.Kind != projections.ZAddMax {
+			continue
+		}
+		s := set{w.Key, ps.index(profileOf(w))}
+		if slices.Contains(done, s) {
+			continue
+		}
+		done = append(done, s)
+		n := 0
+		for j := i; j < len(ws); j++ {
+			if o := &ws[j]; o.Kind == projections.ZAddMax && o.Key == s.key && ps.index(profileOf(o)) == s.prof {
+				n++
+			}
+		}
+		args = append(args, kindArg[projections.ZAddMax], &w.Key, s.prof, n)
+		for j := i; j < len(ws); j++ {
+			if o := &ws[j]; o.Kind == projections.ZAddMax && o.Key == s.key && ps.index(profileOf(o)) == s.prof {
+				args = append(args, &o.Member, &o.Score)
+			}
+		}
+	}
+	return args
+}
+
+// argCount bounds the number of script arguments appendWrites makes of ws
+// (counting four profiles; more only grow args).
+func argCount(ws []projections.Write) int {
+	n := 2 + 4*4
+	for i := range ws {
+		n += kindArgs[ws[i].Kind]
+	}
+	return n
+}
