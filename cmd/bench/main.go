@@ -1,5 +1,6 @@
 // Command bench measures projector on this machine with a real redis-server
-// and a real Apache Kafka broker on loopback: it loads a generated log,
+// (or valkey-server, with replicas or an append-only file when asked) and a
+// real Apache Kafka broker on loopback: it loads a generated log,
 // measures the consumer binary's throughput and CPU per event (and Redis's),
 // the replayer's throughput, the event-to-visible latency at a steady rate,
 // and the naive one-command-per-round-trip baseline on the same log. Its last
