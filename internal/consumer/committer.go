@@ -19,9 +19,9 @@ type committer struct {
 	err      error // the commit that failed for good; later batches are not committed
 }
 
-// startCommitter starts committing; after ctx ends, the batches handed over
-// are still committed for up to ShutdownGrace (see close).
-func (c *Consumer) startCommitter(ctx context.Context) *committer {
+// startCommitter starts committing through to; after ctx ends, the batches
+// handed over are still committed for up to ShutdownGrace (see close).
+func (c *Consumer) startCommitter(ctx context.Context, to Committer) *committer {
 	cm := &committer{jobs: make(chan []kafka.Message, 1), finished: make(chan struct{})}
 	go func() {
 		defer close(cm.finished)
@@ -32,7 +32,7 @@ func (c *Consumer) startCommitter(ctx context.Context) *committer {
 				continue // commit nothing after a gap
 			}
 			start := time.Now()
-			if err := c.commit(wctx, msgs); err != nil {
+			if err := c.commit(wctx, to, msgs); err != nil {
 				cm.mu.Lock()
 				cm.err = err
 				cm.mu.Unlock()
