@@ -7,6 +7,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
+
+	"projector/internal/records"
 )
 
 // committer commits the offsets of applied batches, in order, in a goroutine
@@ -67,4 +69,20 @@ func (cm *committer) close() error {
 	close(cm.jobs)
 	<-cm.finished
 	return cm.failed()
+}
+
+// commit commits, through to, the highest offset of every partition in the batch.
+func (c *Consumer) commit(ctx context.Context, to Committer, msgs []kafka.Message) error {
+	last := records.Highest(msgs)
+	out := make([]kafka.Message, 0, len(last))
+	for _, m := range last {
+		out = append(out, m)
+	}
+	return c.retry(ctx, "commit", func(ctx context.Context) error {
+		if err := to.CommitMessages(ctx, out...); err != nil {
+			return kafkaFailed(c.metrics.KafkaCommitErrors, err)
+		}
+		c.metrics.Commits.Inc()
+		return nil
+	})
 }

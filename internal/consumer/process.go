@@ -153,22 +153,6 @@ func (c *Consumer) retry(ctx context.Context, what string, f func(context.Contex
 	}
 }
 
-// commit commits, through to, the highest offset of every partition in the batch.
-func (c *Consumer) commit(ctx context.Context, to Committer, msgs []kafka.Message) error {
-	last := records.Highest(msgs)
-	out := make([]kafka.Message, 0, len(last))
-	for _, m := range last {
-		out = append(out, m)
-	}
-	return c.retry(ctx, "commit", func(ctx context.Context) error {
-		if err := to.CommitMessages(ctx, out...); err != nil {
-			return kafkaFailed(c.metrics.KafkaCommitErrors, err)
-		}
-		c.metrics.Commits.Inc()
-		return nil
-	})
-}
-
 // observe counts a batch's outcomes.
 func (c *Consumer) observe(recs []apply.Record, bad []records.Poison, res apply.Result) {
 	var newest int64
