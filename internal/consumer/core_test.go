@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 
@@ -24,6 +25,14 @@ func (r *rig) run(ctx context.Context, batches ...[]kafka.Message) error {
 		}
 	}
 	return cm.close()
+}
+
+// wantCount checks that the counter or gauge c, named what in the error, is want.
+func wantCount(t *testing.T, c prometheus.Collector, want float64, what string) {
+	t.Helper()
+	if got := testutil.ToFloat64(c); got != want {
+		t.Errorf("%s = %v, want %v", what, got, want)
+	}
 }
 
 func tp(topic string, partition int) records.TopicPartition {
@@ -53,13 +62,9 @@ func TestRedeliveredBatchAppliesAndDeadLettersOnce(t *testing.T) {
 	if n := r.lookups.Load(); n != 0 {
 		t.Errorf("dead-letter topic read %d times, want 0 (the marks say the redelivered record is done)", n)
 	}
-	if n := testutil.ToFloat64(r.m.DeadLettered.WithLabelValues("views")); n != 1 {
-		t.Errorf("dead-lettered metric %v, want 1", n)
-	}
+	wantCount(t, r.m.DeadLettered.WithLabelValues("views"), 1, "dead-lettered metric")
 	wantOffsets(t, r, map[records.TopicPartition]int64{tp("views", 0): 3, tp("orders", 1): 8})
-	if n := testutil.ToFloat64(r.m.Commits); n != 2 {
-		t.Errorf("commits %v, want 2 (one per batch)", n)
-	}
+	wantCount(t, r.m.Commits, 2, "commits (one per batch)")
 }
 
 func TestRebalanceRedeliveryInsideOneBatch(t *testing.T) {
@@ -94,12 +99,8 @@ func TestCommitRetriedUntilItSucceeds(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantOffsets(t, r, map[records.TopicPartition]int64{tp("views", 0): 6})
-	if n := testutil.ToFloat64(r.m.KafkaCommitErrors); n != 2 {
-		t.Errorf("kafka commit errors %v, want 2", n)
-	}
-	if n := testutil.ToFloat64(r.m.RedisRetries); n != 0 {
-		t.Errorf("redis retries %v, want 0: a failed commit is not a Redis failure", n)
-	}
+	wantCount(t, r.m.KafkaCommitErrors, 2, "kafka commit errors")
+	wantCount(t, r.m.RedisRetries, 0, "redis retries (a failed commit is not a Redis failure)")
 	if ok, why := r.h.Ready(); !ok {
 		t.Errorf("not ready after the commit recovered: %s", why)
 	}
@@ -152,9 +153,7 @@ func TestDeadLetterFailureHoldsTheCommit(t *testing.T) {
 	if i, k := slices.Index(j, "dead-letter"), slices.Index(j, "commit"); i < 0 || k < i {
 		t.Errorf("journal %v: the commit does not follow the dead-letter write", j)
 	}
-	if n := testutil.ToFloat64(r.m.DeadLetterErrors); n != 2 {
-		t.Errorf("dead-letter errors %v, want 2", n)
-	}
+	wantCount(t, r.m.DeadLetterErrors, 2, "dead-letter errors")
 	wantOffsets(t, r, map[records.TopicPartition]int64{tp("views", 0): 2})
 }
 
@@ -183,12 +182,8 @@ func TestRedisFailureMidBatchCommitsOnce(t *testing.T) {
 	if n := r.applier.effects(); n != 2 {
 		t.Errorf("records applied %d times, want 2", n)
 	}
-	if n := testutil.ToFloat64(r.m.RedisErrors.WithLabelValues("apply")); n != 1 {
-		t.Errorf("redis errors of apply %v, want 1", n)
-	}
-	if n := testutil.ToFloat64(r.m.KafkaCommitErrors); n != 0 {
-		t.Errorf("kafka commit errors %v, want 0", n)
-	}
+	wantCount(t, r.m.RedisErrors.WithLabelValues("apply"), 1, "redis errors of apply")
+	wantCount(t, r.m.KafkaCommitErrors, 0, "kafka commit errors")
 	wantOffsets(t, r, map[records.TopicPartition]int64{tp("views", 0): 2})
 }
 
@@ -203,9 +198,7 @@ func TestMetaMissingWithCommitsIsDataLoss(t *testing.T) {
 	if r.meta.created != 0 {
 		t.Error("the meta hash was created over lost data")
 	}
-	if n := testutil.ToFloat64(r.m.RedisDataLost); n != 1 {
-		t.Errorf("data-lost gauge %v, want 1", n)
-	}
+	wantCount(t, r.m.RedisDataLost, 1, "data-lost gauge")
 	if ok, why := r.h.Ready(); ok || !strings.Contains(why, "lost its data") {
 		t.Errorf("ready %v (%q), want not ready naming the data loss", ok, why)
 	}
@@ -213,9 +206,7 @@ func TestMetaMissingWithCommitsIsDataLoss(t *testing.T) {
 	if err := r.c.waitReady(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.ToFloat64(r.m.RedisDataLost); n != 0 {
-		t.Errorf("data-lost gauge %v after the rebuild, want 0", n)
-	}
+	wantCount(t, r.m.RedisDataLost, 0, "data-lost gauge after the rebuild")
 	if ok, why := r.h.Ready(); !ok {
 		t.Errorf("not ready after the rebuild: %s", why)
 	}
@@ -231,7 +222,5 @@ func TestFirstStartCreatesMeta(t *testing.T) {
 	if r.meta.created != 1 {
 		t.Errorf("meta hash created %d times, want once", r.meta.created)
 	}
-	if n := testutil.ToFloat64(r.m.RedisDataLost); n != 0 {
-		t.Errorf("data-lost gauge %v, want 0", n)
-	}
+	wantCount(t, r.m.RedisDataLost, 0, "data-lost gauge")
 }
