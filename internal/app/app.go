@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"projector/internal/consumer"
 	"projector/internal/fingerprint"
 	"projector/internal/obs"
+	"projector/internal/records"
 	"projector/internal/redischeck"
 	"projector/pkg/projections"
 )
@@ -88,14 +88,14 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 		Window: cfg.Idempotency.Window, Reconnects: dials.Load,
 		MetaKey: projections.Keys{Prefix: cfg.Redis.KeyPrefix}.Meta(),
 		Publish: func(ctx context.Context, ack string) error {
-			return fingerprint.Publish(ctx, rdb, cfg.Redis.KeyPrefix, processName(), fingerprint.Of(cfg), ack)
+			return fingerprint.Publish(ctx, rdb, cfg.Redis.KeyPrefix, records.ProcessName(), fingerprint.Of(cfg), ack)
 		},
 		Withdraw: func(ctx context.Context) error {
-			return fingerprint.Withdraw(ctx, rdb, cfg.Redis.KeyPrefix, processName())
+			return fingerprint.Withdraw(ctx, rdb, cfg.Redis.KeyPrefix, records.ProcessName())
 		},
 		MetaInfo: map[string]string{"group": cfg.Kafka.GroupID, "time_zone": cfg.TimeZone,
 			"projections": strings.Join(planner.Enabled(), ",")},
-	}, applier, meta, apply.NewDLQMarks(rdb, cfg.Redis.KeyPrefix), m, health, log.Named("consumer"))
+	}, applier, meta, records.NewDLQMarks(rdb, cfg.Redis.KeyPrefix), m, health, log.Named("consumer"))
 	go consumer.MonitorLag(ctx, kc, cfg.Kafka.GroupID, c.Topics, m, log.Named("lag"))
 	err = c.Run(ctx)
 	health.SetReady(false, "stopping")
@@ -137,10 +137,4 @@ func WaitRedis(ctx context.Context, log *zap.Logger, health *obs.Health, f func(
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
-}
-
-// processName names this process in shared bookkeeping (host/pid).
-func processName() string {
-	h, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d", h, os.Getpid())
 }

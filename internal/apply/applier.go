@@ -21,26 +21,15 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"projector/pkg/events"
+	"projector/internal/records"
 	"projector/pkg/projections"
 )
 
-// Record is one valid event and where it came from.
-type Record struct {
-	Topic     string
-	Partition int
-	Offset    int64
-	Event     events.Event
-}
+// Record is one valid event and where it came from (see internal/records).
+type Record = records.Record
 
-// Range is the span of offsets of one partition that a batch covers (valid and
-// poison records alike). Its global watermark moves to Last when the batch is applied.
-type Range struct {
-	Topic     string
-	Partition int
-	First     int64
-	Last      int64
-}
+// Range is the span of offsets of one partition that a batch covers (see internal/records).
+type Range = records.Range
 
 // Outcome is what became of one record.
 type Outcome uint8

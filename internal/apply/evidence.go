@@ -65,7 +65,7 @@ func (a *Applier) precheck(ctx context.Context, ranges []Range, wms map[string]s
 	}
 	ge := &GapError{}
 	for _, r := range ranges {
-		f := tpField(r.Topic, r.Partition)
+		f := r.TP().String()
 		if low, node, ok := ev.Lowest(f); ok && low < r.First-1 {
 			ge.Gaps = append(ge.Gaps, Gap{Topic: r.Topic, Partition: r.Partition, Applied: low, Node: node})
 		}

@@ -60,7 +60,7 @@ func (c *core) applyGlobal(ctx context.Context, b *batch, g globalGuard) error {
 func unapplied(ranges []Range, wms map[string]string) []Range {
 	rs := make([]Range, 0, len(ranges))
 	for _, r := range ranges {
-		if wm, ok := wms[tpField(r.Topic, r.Partition)]; ok {
+		if wm, ok := wms[r.TP().String()]; ok {
 			if w, err := strconv.ParseInt(wm, 10, 64); err == nil {
 				if w >= r.Last {
 					continue
@@ -102,7 +102,7 @@ func advance(rs []Range, hits []hit) ([]Range, error) {
 func globalWrites(done []*item, rs []Range, held holds) []projections.Write {
 	floor := make(map[string]int64, len(rs))
 	for _, r := range rs {
-		floor[tpField(r.Topic, r.Partition)] = r.First
+		floor[r.TP().String()] = r.First
 	}
 	total := 0
 	for _, it := range done {
@@ -110,7 +110,7 @@ func globalWrites(done []*item, rs []Range, held holds) []projections.Write {
 	}
 	co := newCoalescer(total)
 	for _, it := range done {
-		tp := tpField(it.rec.Topic, it.rec.Partition)
+		tp := it.rec.TP().String()
 		if f, ok := floor[tp]; ok && it.rec.Offset >= f {
 			for i := range it.global {
 				if !held.skip(&it.global[i], tp, it.rec.Offset) {
@@ -134,7 +134,7 @@ func (c *core) globalCall(g globalGuard, rs []Range, heldRaw []string, ws []proj
 	}
 	call = append(call, g.mode.arg(), g.wmKey, strconv.Itoa(len(rs)))
 	for _, r := range rs {
-		call = append(call, tpField(r.Topic, r.Partition), strconv.FormatInt(r.First, 10), strconv.FormatInt(r.Last, 10))
+		call = append(call, r.TP().String(), strconv.FormatInt(r.First, 10), strconv.FormatInt(r.Last, 10))
 	}
 	call = append(call, strconv.Itoa(len(heldRaw)/2))
 	for _, v := range heldRaw {

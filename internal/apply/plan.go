@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"projector/internal/records"
 	"projector/pkg/projections"
 )
 
@@ -18,18 +19,6 @@ type item struct {
 	markerExp int64
 	marked    bool // the user phase found this record's marker
 }
-
-// originOf is "<topic>:<partition>:<offset>", the value of r's marker.
-func originOf(r *Record) string {
-	var b [96]byte
-	o := append(b[:0], r.Topic...)
-	o = append(o, ':')
-	o = strconv.AppendInt(o, int64(r.Partition), 10)
-	o = append(o, ':')
-	return string(strconv.AppendInt(o, r.Offset, 10))
-}
-
-func tpField(topic string, partition int) string { return topic + ":" + strconv.Itoa(partition) }
 
 // plan computes the writes of b's records and groups them by user (b.groups,
 // b.order, b.all), leaving out the records at or below their partition's
@@ -72,7 +61,7 @@ func (c *core) plan(b *batch, skip map[string]string) (release func()) {
 
 // appliedBefore reports whether r lies at or below its partition's watermark in wms.
 func appliedBefore(wms map[string]string, r *Record) bool {
-	wm, ok := wms[tpField(r.Topic, r.Partition)]
+	wm, ok := wms[r.TP().String()]
 	if !ok {
 		return false
 	}
@@ -92,7 +81,7 @@ func (c *core) describe(it *item, i int, r *Record, now time.Time) {
 		b = projections.BucketsOf(ev.TS, c.opts.Location)
 	}
 	window := c.opts.Window.Milliseconds()
-	*it = item{idx: i, rec: r, marker: c.keys.Seen(ev.UserID, b.Day), origin: originOf(r),
+	*it = item{idx: i, rec: r, marker: c.keys.Seen(ev.UserID, b.Day), origin: records.Origin(r.Topic, r.Partition, r.Offset),
 		markerExp: max(b.DayEnd+window, now.UnixMilli()+window)}
 }
 

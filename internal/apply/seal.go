@@ -123,7 +123,7 @@ func (a *Applier) sealBatch(ctx context.Context, ranges []Range) error {
 		call := a.seal.start(2+3*len(ranges), key)
 		call = append(call, check.arg(), len(ranges))
 		for _, r := range ranges {
-			call = append(call, tpField(r.Topic, r.Partition), r.First, r.Last)
+			call = append(call, r.TP().String(), r.First, r.Last)
 		}
 		return a.sealNode(ctx, c, call, ranges)
 	}

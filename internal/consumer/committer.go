@@ -7,6 +7,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
+
+	"projector/internal/records"
 )
 
 // committer commits the offsets of applied batches, in order, in a goroutine
@@ -19,9 +21,9 @@ type committer struct {
 	err      error // the commit that failed for good; later batches are not committed
 }
 
-// startCommitter starts committing; after ctx ends, the batches handed over
-// are still committed for up to ShutdownGrace (see close).
-func (c *Consumer) startCommitter(ctx context.Context) *committer {
+// startCommitter starts committing through to; after ctx ends, the batches
+// handed over are still committed for up to ShutdownGrace (see close).
+func (c *Consumer) startCommitter(ctx context.Context, to Committer) *committer {
 	cm := &committer{jobs: make(chan []kafka.Message, 1), finished: make(chan struct{})}
 	go func() {
 		defer close(cm.finished)
@@ -32,7 +34,7 @@ func (c *Consumer) startCommitter(ctx context.Context) *committer {
 				continue // commit nothing after a gap
 			}
 			start := time.Now()
-			if err := c.commit(wctx, msgs); err != nil {
+			if err := c.commit(wctx, to, msgs); err != nil {
 				cm.mu.Lock()
 				cm.err = err
 				cm.mu.Unlock()
@@ -67,4 +69,20 @@ func (cm *committer) close() error {
 	close(cm.jobs)
 	<-cm.finished
 	return cm.failed()
+}
+
+// commit commits, through to, the highest offset of every partition in the batch.
+func (c *Consumer) commit(ctx context.Context, to Committer, msgs []kafka.Message) error {
+	last := records.Highest(msgs)
+	out := make([]kafka.Message, 0, len(last))
+	for _, m := range last {
+		out = append(out, m)
+	}
+	return c.retry(ctx, "commit", func(ctx context.Context) error {
+		if err := to.CommitMessages(ctx, out...); err != nil {
+			return kafkaFailed(c.metrics.KafkaCommitErrors, err)
+		}
+		c.metrics.Commits.Inc()
+		return nil
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"projector/internal/kafkaconn"
 	"projector/internal/logsample"
 	"projector/internal/obs"
+	"projector/internal/records"
 )
 
 // Options configure a Consumer.
@@ -78,9 +79,9 @@ type DLQGate interface {
 // Consumer is one member of the projector consumer group.
 type Consumer struct {
 	opts    Options
-	reader  *kafka.Reader // the current session's group member
+	kafka   Kafka
+	reader  Reader // the current session's group member
 	topics  *topicWatch
-	dlq     *kafka.Writer
 	applier Applier
 	meta    Meta
 	gate    DLQGate
@@ -95,8 +96,22 @@ type Consumer struct {
 	poisonLog *logsample.Limiter
 }
 
-// New builds a consumer; Run starts it.
+// New builds a consumer that reaches Kafka through kafka-go; Run starts it.
 func New(opts Options, applier Applier, meta Meta, gate DLQGate, m *obs.Metrics, h *obs.Health, log *zap.Logger) *Consumer {
+	return NewWith(opts, NewKafka(opts, log), applier, meta, gate, m, h, log)
+}
+
+// NewWith builds a consumer that reaches Kafka through k.
+func NewWith(opts Options, k Kafka, applier Applier, meta Meta, gate DLQGate, m *obs.Metrics, h *obs.Health, log *zap.Logger) *Consumer {
+	opts = opts.withDefaults()
+	return &Consumer{opts: opts, kafka: k, applier: applier, meta: meta, gate: gate, metrics: m, health: h, log: log,
+		owner: records.UniqueName(), topics: newTopicWatch(opts.Topics, h, log),
+		poisonLog: logsample.New(log, "poison record dead-lettered", "poison records dead-lettered",
+			logsample.Options{Level: zapcore.WarnLevel})}
+}
+
+// withDefaults fills in the options left zero.
+func (opts Options) withDefaults() Options {
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = 30 * time.Second
 	}
@@ -106,47 +121,7 @@ func New(opts Options, applier Applier, meta Meta, gate DLQGate, m *obs.Metrics,
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	w := &kafka.Writer{
-		Addr:                   kafka.TCP(opts.Brokers...),
-		Transport:              opts.Kafka.Transport(),
-		Topic:                  opts.DLQTopic,
-		Balancer:               &kafka.Hash{},
-		RequiredAcks:           kafka.RequireAll,
-		BatchTimeout:           time.Millisecond,
-		BatchBytes:             int64(readerMaxBytes(opts.MaxRecordBytes)),
-		AllowAutoTopicCreation: true,
-		// No retries inside kafka-go: a write whose acknowledgement was lost
-		// would be written again unseen. deadLetter retries, after looking
-		// for the records in the topic.
-		MaxAttempts: 1,
-	}
-	return &Consumer{opts: opts, dlq: w, applier: applier, meta: meta, gate: gate, metrics: m, health: h, log: log,
-		owner: ownerName(), topics: newTopicWatch(opts.Topics, h, log),
-		poisonLog: logsample.New(log, "poison record dead-lettered", "poison records dead-lettered",
-			logsample.Options{Level: zapcore.WarnLevel})}
-}
-
-// newReader builds the group member that fetches topics.
-func (c *Consumer) newReader(topics []string) *kafka.Reader {
-	return kafka.NewReader(kafka.ReaderConfig{
-		Brokers:           c.opts.Brokers,
-		Dialer:            c.opts.Kafka.Dialer(),
-		GroupID:           c.opts.GroupID,
-		GroupTopics:       topics,
-		MinBytes:          1,
-		MaxBytes:          readerMaxBytes(c.opts.MaxRecordBytes),
-		MaxWait:           250 * time.Millisecond,
-		QueueCapacity:     max(1000, c.opts.MaxEvents),
-		CommitInterval:    0,
-		StartOffset:       kafka.FirstOffset,
-		HeartbeatInterval: time.Second,
-		SessionTimeout:    10 * time.Second,
-		RebalanceTimeout:  10 * time.Second,
-		ReadBackoffMin:    50 * time.Millisecond,
-		ReadBackoffMax:    500 * time.Millisecond,
-		Logger:            kafka.LoggerFunc(c.log.Sugar().Named("kafka").Debugf),
-		ErrorLogger:       kafka.LoggerFunc(c.log.Sugar().Named("kafka").Warnf),
-	})
+	return opts
 }
 
 // Run consumes until ctx ends, then finishes the batch in flight, commits it
@@ -204,7 +179,7 @@ func (c *Consumer) session(ctx context.Context, parts map[string]int, lostJobs <
 		}
 	}
 	// c.reader is replaced only here, while no goroutine of a session runs.
-	c.reader = c.newReader(topics)
+	c.reader = c.kafka.Reader(topics)
 	sctx, endSession := context.WithCancel(ctx)
 	defer endSession()
 	changed := make(chan struct{})
@@ -219,7 +194,7 @@ func (c *Consumer) session(ctx context.Context, parts map[string]int, lostJobs <
 	var fetchers sync.WaitGroup
 	fetchers.Go(func() { c.pump(fctx, records) })
 	fetchers.Go(func() { c.batch(fctx, records, want, batches) })
-	cm := c.startCommitter(ctx)
+	cm := c.startCommitter(ctx, c.reader)
 	err := c.consume(ctx, changed, want, batches, lostJobs, cm)
 	stopFetching()
 	fetchers.Wait()
@@ -274,7 +249,7 @@ const (
 )
 
 func (c *Consumer) close() {
-	if err := c.dlq.Close(); err != nil {
+	if err := c.kafka.DeadLetters.Close(); err != nil {
 		c.log.Warn("close dead-letter writer", zap.Error(err))
 	}
 }

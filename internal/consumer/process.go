@@ -4,57 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
 	"projector/internal/apply"
-	"projector/pkg/events"
+	"projector/internal/records"
 )
-
-// Poison is a record that is not a valid event, and why.
-type Poison struct {
-	Msg    kafka.Message
-	Reason string
-}
-
-// Split decodes a batch: valid events become apply records, the rest poison;
-// ranges cover every record of each partition.
-func Split(msgs []kafka.Message, maxBytes int) ([]apply.Record, []Poison, []apply.Range) {
-	recs := make([]apply.Record, 0, len(msgs))
-	var bad []Poison
-	idx := map[string]int{}
-	var ranges []apply.Range
-	for _, m := range msgs {
-		f := field(m.Topic, m.Partition)
-		if j, ok := idx[f]; ok {
-			ranges[j].First = min(ranges[j].First, m.Offset)
-			ranges[j].Last = max(ranges[j].Last, m.Offset)
-		} else {
-			idx[f] = len(ranges)
-			ranges = append(ranges, apply.Range{Topic: m.Topic, Partition: m.Partition, First: m.Offset, Last: m.Offset})
-		}
-		if err := events.CheckSize(len(m.Value), maxBytes); err != nil {
-			bad = append(bad, Poison{m, err.Error()})
-			continue
-		}
-		ev, err := events.Decode(m.Value)
-		if err != nil {
-			bad = append(bad, Poison{m, err.Error()})
-			continue
-		}
-		recs = append(recs, apply.Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Event: ev})
-	}
-	return recs, bad, ranges
-}
-
-// topicPartition names a partition without building a string.
-type topicPartition struct {
-	topic     string
-	partition int
-}
 
 // dropRepeats removes records that repeat an offset already in the batch:
 // after a rebalance kafka-go delivers a partition again from its committed
@@ -62,10 +19,10 @@ type topicPartition struct {
 // record would then be dead-lettered twice). Each partition's records stay
 // in order.
 func dropRepeats(msgs []kafka.Message) []kafka.Message {
-	last := make(map[topicPartition]int64, 16)
+	last := make(map[records.TopicPartition]int64, 16)
 	var out []kafka.Message
 	for i, m := range msgs {
-		tp := topicPartition{m.Topic, m.Partition}
+		tp := records.Of(m)
 		if l, ok := last[tp]; ok && m.Offset <= l {
 			if out == nil {
 				out = append(make([]kafka.Message, 0, len(msgs)), msgs[:i]...)
@@ -83,8 +40,6 @@ func dropRepeats(msgs []kafka.Message) []kafka.Message {
 	return out
 }
 
-func field(topic string, partition int) string { return topic + ":" + strconv.Itoa(partition) }
-
 // slowBatch is the batch duration above which a batch is logged with the
 // time of each of its steps.
 const slowBatch = time.Second
@@ -97,7 +52,7 @@ const slowBatch = time.Second
 func (c *Consumer) process(ctx context.Context, msgs []kafka.Message, cm *committer) error {
 	start := time.Now()
 	msgs = dropRepeats(msgs)
-	recs, bad, ranges := Split(msgs, c.opts.MaxRecordBytes)
+	recs, bad, ranges := records.Split(msgs, c.opts.MaxRecordBytes)
 	wctx, cancel := c.workContext(ctx)
 	defer cancel()
 	var (
@@ -198,30 +153,8 @@ func (c *Consumer) retry(ctx context.Context, what string, f func(context.Contex
 	}
 }
 
-// commit commits the highest offset of every partition in the batch.
-func (c *Consumer) commit(ctx context.Context, msgs []kafka.Message) error {
-	last := map[string]kafka.Message{}
-	for _, m := range msgs {
-		f := field(m.Topic, m.Partition)
-		if l, ok := last[f]; !ok || m.Offset > l.Offset {
-			last[f] = m
-		}
-	}
-	out := make([]kafka.Message, 0, len(last))
-	for _, m := range last {
-		out = append(out, m)
-	}
-	return c.retry(ctx, "commit", func(ctx context.Context) error {
-		if err := c.reader.CommitMessages(ctx, out...); err != nil {
-			return kafkaFailed(c.metrics.KafkaCommitErrors, err)
-		}
-		c.metrics.Commits.Inc()
-		return nil
-	})
-}
-
 // observe counts a batch's outcomes.
-func (c *Consumer) observe(recs []apply.Record, bad []Poison, res apply.Result) {
+func (c *Consumer) observe(recs []apply.Record, bad []records.Poison, res apply.Result) {
 	var newest int64
 	for i, r := range recs {
 		t := string(r.Event.Type)

@@ -148,6 +148,6 @@ func (c *Consumer) watchMeta(ctx context.Context) {
 
 // groupHasCommits reports whether the group committed an offset for any partition of its topics.
 func (c *Consumer) groupHasCommits(ctx context.Context) (bool, error) {
-	offs, err := c.committedOffsets(ctx)
+	offs, err := c.kafka.Committed(ctx)
 	return len(offs) > 0, err
 }

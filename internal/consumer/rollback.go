@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"projector/internal/apply"
+	"projector/internal/records"
 )
 
 // Redis going back in time (a restart from an older RDB snapshot, an AOF
@@ -51,13 +52,13 @@ var errUnrepairable = errors.New("redis went back in time beyond what can be rep
 // offset of that partition - 1 (a gap inside the batch is covered when the
 // batch itself is applied again with Repair).
 func lostBefore(ge *apply.GapError, ranges []apply.Range) []lost {
-	first := map[topicPartition]int64{}
+	first := map[records.TopicPartition]int64{}
 	for _, r := range ranges {
-		first[topicPartition{r.Topic, r.Partition}] = r.First
+		first[r.TP()] = r.First
 	}
-	byTP := map[topicPartition]lost{}
+	byTP := map[records.TopicPartition]lost{}
 	for _, g := range ge.Gaps {
-		tp := topicPartition{g.Topic, g.Partition}
+		tp := records.TopicPartition{Topic: g.Topic, Partition: g.Partition}
 		f, ok := first[tp]
 		if !ok || g.Applied+1 > f-1 {
 			continue
@@ -70,7 +71,7 @@ func lostBefore(ge *apply.GapError, ranges []apply.Range) []lost {
 	return sortedLost(byTP)
 }
 
-func sortedLost(m map[topicPartition]lost) []lost {
+func sortedLost(m map[records.TopicPartition]lost) []lost {
 	out := make([]lost, 0, len(m))
 	for _, l := range m {
 		out = append(out, l)
@@ -126,7 +127,7 @@ func (c *Consumer) repair(ctx context.Context, ls []lost) error {
 	}
 	marks := map[string]int64{}
 	for _, l := range ls {
-		marks[field(l.Topic, l.Partition)] = l.To
+		marks[records.TopicPartition{Topic: l.Topic, Partition: l.Partition}.String()] = l.To
 	}
 	if err := c.gate.Mark(ctx, marks); err != nil {
 		return err
@@ -177,7 +178,7 @@ func (c *Consumer) refuseRepair(ctx context.Context, l lost, why string) error {
 // the records applied again.
 func (c *Consumer) reapply(ctx context.Context, l lost, progress func(done int64)) (int64, error) {
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: c.opts.Brokers, Dialer: c.opts.Kafka.Dialer(), Topic: l.Topic, Partition: l.Partition,
-		MinBytes: 1, MaxBytes: readerMaxBytes(c.opts.MaxRecordBytes), MaxWait: 250 * time.Millisecond, QueueCapacity: 1000})
+		MinBytes: 1, MaxBytes: records.MaxBytes(c.opts.MaxRecordBytes), MaxWait: 250 * time.Millisecond, QueueCapacity: 1000})
 	defer r.Close()
 	if err := r.SetOffset(l.From); err != nil {
 		return 0, kafkaFailed(c.metrics.KafkaFetchErrors, fmt.Errorf("seek %s:%d to %d: %w", l.Topic, l.Partition, l.From, err))
@@ -189,7 +190,7 @@ func (c *Consumer) reapply(ctx context.Context, l lost, progress func(done int64
 		n     int64
 	)
 	flush := func(last int64) error {
-		recs, _, _ := Split(msgs, c.opts.MaxRecordBytes)
+		recs, _, _ := records.Split(msgs, c.opts.MaxRecordBytes)
 		rg := []apply.Range{{Topic: l.Topic, Partition: l.Partition, First: first, Last: last}}
 		for {
 			c.pause.applying.Lock()
@@ -240,10 +241,6 @@ func (c *Consumer) reapply(ctx context.Context, l lost, progress func(done int64
 	}
 	return n, nil
 }
-
-// readerMaxBytes is the most a fetch may return: room for two records of
-// the largest size allowed, and never less than 10 MiB.
-func readerMaxBytes(maxRecordBytes int) int { return max(10<<20, 2*maxRecordBytes+(1<<20)) }
 
 // repairLost applies lost ranges again between batches, retrying Redis like
 // a batch and starting again from the new gaps when Redis goes back in time

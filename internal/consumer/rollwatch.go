@@ -2,15 +2,13 @@ package consumer
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"maps"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
 	"projector/internal/apply"
+	"projector/internal/records"
 )
 
 // How often watchRollback looks at the servers' identity, and how often it
@@ -87,7 +85,7 @@ func (c *Consumer) findLost(ctx context.Context) ([]lost, error) {
 	if status, err := c.meta.MetaStatus(ctx); err != nil || status != apply.StatusReady {
 		return nil, err
 	}
-	committed, err := c.committedOffsets(ctx)
+	committed, err := c.kafka.Committed(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -95,49 +93,12 @@ func (c *Consumer) findLost(ctx context.Context) ([]lost, error) {
 	if err != nil {
 		return nil, err
 	}
-	byTP := map[topicPartition]lost{}
+	byTP := map[records.TopicPartition]lost{}
 	for tp, off := range committed {
-		low, node, ok := ev.Lowest(field(tp.topic, tp.partition))
+		low, node, ok := ev.Lowest(tp.String())
 		if ok && low < off-1 {
-			byTP[tp] = lost{Topic: tp.topic, Partition: tp.partition, From: low + 1, To: off - 1, Node: node}
+			byTP[tp] = lost{Topic: tp.Topic, Partition: tp.Partition, From: low + 1, To: off - 1, Node: node}
 		}
 	}
 	return sortedLost(byTP), nil
-}
-
-// committedOffsets reads the group's committed offset of every partition of its topics that has one.
-func (c *Consumer) committedOffsets(ctx context.Context) (map[topicPartition]int64, error) {
-	client := c.opts.Kafka.Client(10 * time.Second)
-	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: c.opts.Topics})
-	if err != nil {
-		return nil, fmt.Errorf("read topic metadata: %w", err)
-	}
-	parts := map[string][]int{}
-	for _, t := range meta.Topics {
-		for _, p := range t.Partitions {
-			parts[t.Name] = append(parts[t.Name], p.ID)
-		}
-	}
-	res, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: c.opts.GroupID, Topics: parts})
-	if err != nil {
-		return nil, fmt.Errorf("read committed offsets of group %s: %w", c.opts.GroupID, err)
-	}
-	if errors.Is(res.Error, kafka.GroupIdNotFound) {
-		// A group that never had a member (kfake says so; Apache Kafka
-		// answers with no offsets) committed nothing. The consumer joins
-		// only after its first meta check, so a first start meets this.
-		return map[topicPartition]int64{}, nil
-	}
-	if res.Error != nil {
-		return nil, fmt.Errorf("read committed offsets of group %s: %w", c.opts.GroupID, res.Error)
-	}
-	out := map[topicPartition]int64{}
-	for topic, ps := range res.Topics {
-		for _, p := range ps {
-			if p.Error == nil && p.CommittedOffset >= 0 {
-				out[topicPartition{topic, p.Partition}] = p.CommittedOffset
-			}
-		}
-	}
-	return out, nil
 }

@@ -2,19 +2,17 @@ package replay
 
 import (
 	"context"
-	"strconv"
 
-	"projector/internal/apply"
 	"projector/internal/config"
-	"projector/internal/consumer"
 	"projector/internal/kafkaconn"
+	"projector/internal/records"
 )
 
 // rebuildDLQMarks reads the dead-letter topic and records, per source
 // partition, the highest offset already dead-lettered (px:dlq:{g}), so a
 // batch that consumers retry after the handover is not dead-lettered again.
 // It returns how many dead letters it read.
-func rebuildDLQMarks(ctx context.Context, cfg config.Config, marks *apply.DLQMarks) (int, error) {
+func rebuildDLQMarks(ctx context.Context, cfg config.Config, marks *records.DLQMarks) (int, error) {
 	conn, err := kafkaconn.New(cfg.Kafka)
 	if err != nil {
 		return 0, err
@@ -22,9 +20,9 @@ func rebuildDLQMarks(ctx context.Context, cfg config.Config, marks *apply.DLQMar
 	defer conn.Close()
 	highest := map[string]int64{}
 	n := 0
-	err = consumer.ReadDeadLetters(ctx, conn, cfg.Kafka.DLQTopic, 0, func(topic string, partition int, offset int64) {
+	err = records.ReadDeadLetters(ctx, conn, cfg.Kafka.DLQTopic, 0, func(topic string, partition int, offset int64) {
 		n++
-		f := topic + ":" + strconv.Itoa(partition)
+		f := records.TopicPartition{Topic: topic, Partition: partition}.String()
 		if o, ok := highest[f]; !ok || offset > o {
 			highest[f] = offset
 		}

@@ -13,8 +13,8 @@ import (
 	"projector/internal/apply"
 	"projector/internal/batching"
 	"projector/internal/config"
-	"projector/internal/consumer"
 	"projector/internal/kafkaconn"
+	"projector/internal/records"
 )
 
 // span is the part of one partition the replay reads: [First, End).
@@ -165,7 +165,7 @@ func readAndApply(ctx context.Context, cfg config.Config, plan ranges, batch int
 // readSpan sends the records of one span to out, in offset order.
 func readSpan(ctx context.Context, conn *kafkaconn.Conn, kc config.KafkaConfig, s span, out chan<- kafka.Message) error {
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: kc.Brokers, Dialer: conn.Dialer(), Topic: s.Topic, Partition: s.Partition,
-		MinBytes: 1, MaxBytes: max(10<<20, 2*kc.MaxRecordBytes+(1<<20)), MaxWait: 250 * time.Millisecond, QueueCapacity: 1000})
+		MinBytes: 1, MaxBytes: records.MaxBytes(kc.MaxRecordBytes), MaxWait: 250 * time.Millisecond, QueueCapacity: 1000})
 	defer r.Close()
 	if err := r.SetOffset(s.First); err != nil {
 		return fmt.Errorf("seek %s/%d to %d: %w", s.Topic, s.Partition, s.First, err)
@@ -218,7 +218,7 @@ func gather(ctx context.Context, in <-chan kafka.Message, size int, out chan<- [
 
 // applyBatch applies one batch and adds it to the summary.
 func applyBatch(ctx context.Context, msgs []kafka.Message, maxBytes int, a batchApplier, sum *Summary, prog *progress) error {
-	recs, bad, rgs := consumer.Split(msgs, maxBytes)
+	recs, bad, rgs := records.Split(msgs, maxBytes)
 	res, err := a.Apply(ctx, recs, rgs)
 	if err != nil {
 		return fmt.Errorf("apply a batch of %d records (%s): %w", len(msgs), describeRanges(rgs), err)

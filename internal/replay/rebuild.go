@@ -12,6 +12,7 @@ import (
 
 	"projector/internal/apply"
 	"projector/internal/config"
+	"projector/internal/records"
 	"projector/pkg/projections"
 )
 
@@ -79,7 +80,7 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 			how, patterns(cfg.Redis.KeyPrefix, names), plan.String())
 		return sum, nil
 	}
-	l, err := acquireLease(ctx, rdb, keys.Global("px:lease"), hostname(), 30*time.Second)
+	l, err := acquireLease(ctx, rdb, keys.Global("px:lease"), records.ProcessName(), 30*time.Second)
 	if err != nil {
 		return sum, err
 	}

@@ -18,6 +18,7 @@ import (
 	"projector/internal/apply"
 	"projector/internal/config"
 	"projector/internal/fingerprint"
+	"projector/internal/records"
 	"projector/internal/redischeck"
 	"projector/pkg/projections"
 )
@@ -133,7 +134,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 			patterns(cfg.Redis.KeyPrefix, names), plan.total(), plan.String(), names, keys.Meta())
 		return sum, nil
 	}
-	l, err := acquireLease(ctx, rdb, keys.Global("px:lease"), hostname(), 30*time.Second)
+	l, err := acquireLease(ctx, rdb, keys.Global("px:lease"), records.ProcessName(), 30*time.Second)
 	if err != nil {
 		return sum, err
 	}
@@ -161,7 +162,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 		return sum, err
 	}
 	prog.done()
-	dead, err := rebuildDLQMarks(ctx, cfg, apply.NewDLQMarks(rdb, cfg.Redis.KeyPrefix))
+	dead, err := rebuildDLQMarks(ctx, cfg, records.NewDLQMarks(rdb, cfg.Redis.KeyPrefix))
 	if err != nil {
 		return sum, fmt.Errorf("rebuild dead-letter marks: %w", err)
 	}
@@ -196,9 +197,4 @@ func selectProjections(cfg projections.Config, names []string) (projections.Conf
 		s.SetEnabled(&out, slices.Contains(names, s.Name))
 	}
 	return out, nil
-}
-
-func hostname() string {
-	h, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d", h, os.Getpid())
 }

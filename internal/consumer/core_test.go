@@ -1,0 +1,226 @@
+package consumer
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/segmentio/kafka-go"
+
+	"projector/internal/records"
+)
+
+// run processes the batches one after the other and waits for their commits.
+func (r *rig) run(ctx context.Context, batches ...[]kafka.Message) error {
+	cm := r.c.startCommitter(ctx, r.commits)
+	for _, b := range batches {
+		if err := r.c.process(ctx, b, cm); err != nil {
+			_ = cm.close()
+			return err
+		}
+	}
+	return cm.close()
+}
+
+// wantCount checks that the counter or gauge c, named what in the error, is want.
+func wantCount(t *testing.T, c prometheus.Collector, want float64, what string) {
+	t.Helper()
+	if got := testutil.ToFloat64(c); got != want {
+		t.Errorf("%s = %v, want %v", what, got, want)
+	}
+}
+
+func tp(topic string, partition int) records.TopicPartition {
+	return records.TopicPartition{Topic: topic, Partition: partition}
+}
+
+func wantOffsets(t *testing.T, r *rig, want map[records.TopicPartition]int64) {
+	t.Helper()
+	if got := r.commits.offsets(); !maps.Equal(got, want) {
+		t.Errorf("committed %v, want %v", got, want)
+	}
+}
+
+func TestRedeliveredBatchAppliesAndDeadLettersOnce(t *testing.T) {
+	r := newRig(t)
+	batch := []kafka.Message{event(t, "views", 0, 0, "e1"), poison("views", 0, 1), event(t, "views", 0, 2, "e2"),
+		event(t, "orders", 1, 7, "e3")}
+	if err := r.run(t.Context(), batch, batch); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.applier.effects(); n != 3 {
+		t.Errorf("records applied %d times, want 3 (each once)", n)
+	}
+	if got := r.dlq.origins(); !slices.Equal(got, []string{"views:0:1"}) {
+		t.Errorf("dead letters %v, want views:0:1 once", got)
+	}
+	if n := r.lookups.Load(); n != 0 {
+		t.Errorf("dead-letter topic read %d times, want 0 (the marks say the redelivered record is done)", n)
+	}
+	wantCount(t, r.m.DeadLettered.WithLabelValues("views"), 1, "dead-lettered metric")
+	wantOffsets(t, r, map[records.TopicPartition]int64{tp("views", 0): 3, tp("orders", 1): 8})
+	wantCount(t, r.m.Commits, 2, "commits (one per batch)")
+}
+
+func TestRebalanceRedeliveryInsideOneBatch(t *testing.T) {
+	r := newRig(t)
+	// After a rebalance the partition comes again from its committed offset 1
+	// while its first delivery is still being gathered.
+	batch := []kafka.Message{event(t, "views", 0, 0, "e0"), event(t, "views", 0, 1, "e1"), poison("views", 0, 2),
+		event(t, "views", 0, 1, "e1"), poison("views", 0, 2), event(t, "views", 0, 3, "e3")}
+	if err := r.run(t.Context(), batch); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.applier.batches) != 1 {
+		t.Fatalf("applier called %d times, want 1", len(r.applier.batches))
+	}
+	var offs []int64
+	for _, rec := range r.applier.batches[0] {
+		offs = append(offs, rec.Offset)
+	}
+	if !slices.Equal(offs, []int64{0, 1, 3}) {
+		t.Errorf("applied offsets %v, want 0 1 3 (repeats dropped)", offs)
+	}
+	if got := r.dlq.origins(); !slices.Equal(got, []string{"views:0:2"}) {
+		t.Errorf("dead letters %v, want views:0:2 once", got)
+	}
+	wantOffsets(t, r, map[records.TopicPartition]int64{tp("views", 0): 4})
+}
+
+func TestCommitRetriedUntilItSucceeds(t *testing.T) {
+	r := newRig(t)
+	r.commits.set(2)
+	if err := r.run(t.Context(), []kafka.Message{event(t, "views", 0, 5, "e1")}); err != nil {
+		t.Fatal(err)
+	}
+	wantOffsets(t, r, map[records.TopicPartition]int64{tp("views", 0): 6})
+	wantCount(t, r.m.KafkaCommitErrors, 2, "kafka commit errors")
+	wantCount(t, r.m.RedisRetries, 0, "redis retries (a failed commit is not a Redis failure)")
+	if ok, why := r.h.Ready(); !ok {
+		t.Errorf("not ready after the commit recovered: %s", why)
+	}
+}
+
+func TestFailedCommitStopsLaterCommits(t *testing.T) {
+	r := newRig(t)
+	r.commits.stuck = map[int64]bool{5: true}
+	ctx, cancel := context.WithCancel(t.Context())
+	cm := r.c.startCommitter(ctx, r.commits)
+	if err := r.c.process(ctx, []kafka.Message{event(t, "views", 0, 5, "e1")}, cm); err != nil {
+		t.Fatal(err)
+	}
+	for r.commits.count() < 2 {
+		time.Sleep(time.Millisecond) // wait until the commit was retried
+	}
+	// The next batch waits behind the failing commit (its own would succeed);
+	// shutting down gives up on the first and so commits neither.
+	if err := r.c.process(ctx, []kafka.Message{event(t, "views", 0, 6, "e2")}, cm); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	err := cm.close()
+	if err == nil || !strings.Contains(err.Error(), "commit") {
+		t.Fatalf("close = %v, want the commit failure", err)
+	}
+	if err := cm.add([]kafka.Message{event(t, "views", 0, 7, "e3")}); err == nil {
+		t.Error("a batch was accepted for commit after a commit failed for good")
+	}
+	wantOffsets(t, r, map[records.TopicPartition]int64{})
+	if slices.Contains(r.j.list(), "commit") {
+		t.Errorf("something was committed after the failure: %v", r.j.list())
+	}
+}
+
+func TestDeadLetterFailureHoldsTheCommit(t *testing.T) {
+	r := newRig(t)
+	r.dlq.set(2)
+	batch := []kafka.Message{event(t, "views", 0, 0, "e1"), poison("views", 0, 1)}
+	if err := r.run(t.Context(), batch); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.dlq.origins(); !slices.Equal(got, []string{"views:0:1"}) {
+		t.Errorf("dead letters %v, want views:0:1 once", got)
+	}
+	j := r.j.list()
+	if strings.Count(strings.Join(j, ","), "dead-letter failed") != 2 {
+		t.Errorf("journal %v, want two failed dead-letter writes", j)
+	}
+	if i, k := slices.Index(j, "dead-letter"), slices.Index(j, "commit"); i < 0 || k < i {
+		t.Errorf("journal %v: the commit does not follow the dead-letter write", j)
+	}
+	wantCount(t, r.m.DeadLetterErrors, 2, "dead-letter errors")
+	wantOffsets(t, r, map[records.TopicPartition]int64{tp("views", 0): 2})
+}
+
+func TestDeadLetterWithLostAckIsNotWrittenTwice(t *testing.T) {
+	r := newRig(t)
+	r.dlq.set(1)
+	r.dlq.lostAck = true
+	if err := r.run(t.Context(), []kafka.Message{poison("views", 2, 4), poison("views", 2, 5)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.dlq.origins(); !slices.Equal(got, []string{"views:2:4", "views:2:5"}) {
+		t.Errorf("dead letters %v, want views:2:4 and views:2:5 once each", got)
+	}
+	wantOffsets(t, r, map[records.TopicPartition]int64{tp("views", 2): 6})
+}
+
+func TestRedisFailureMidBatchCommitsOnce(t *testing.T) {
+	r := newRig(t)
+	r.applier.set(1)
+	if err := r.run(t.Context(), []kafka.Message{event(t, "views", 0, 0, "e1"), event(t, "views", 0, 1, "e2")}); err != nil {
+		t.Fatal(err)
+	}
+	if j := r.j.list(); !slices.Equal(j, []string{"apply failed", "apply", "commit"}) {
+		t.Errorf("journal %v, want a failed apply, the apply, one commit", j)
+	}
+	if n := r.applier.effects(); n != 2 {
+		t.Errorf("records applied %d times, want 2", n)
+	}
+	wantCount(t, r.m.RedisErrors.WithLabelValues("apply"), 1, "redis errors of apply")
+	wantCount(t, r.m.KafkaCommitErrors, 0, "kafka commit errors")
+	wantOffsets(t, r, map[records.TopicPartition]int64{tp("views", 0): 2})
+}
+
+func TestMetaMissingWithCommitsIsDataLoss(t *testing.T) {
+	r := newRig(t)
+	r.meta.setStatus("")
+	r.committed[tp("views", 0)] = 10
+	status, err := r.c.checkMeta(t.Context())
+	if err != nil || status != "" {
+		t.Fatalf("checkMeta = %q, %v; want missing", status, err)
+	}
+	if r.meta.created != 0 {
+		t.Error("the meta hash was created over lost data")
+	}
+	wantCount(t, r.m.RedisDataLost, 1, "data-lost gauge")
+	if ok, why := r.h.Ready(); ok || !strings.Contains(why, "lost its data") {
+		t.Errorf("ready %v (%q), want not ready naming the data loss", ok, why)
+	}
+	r.meta.setStatus("ready") // a replayer rebuilt the projections
+	if err := r.c.waitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wantCount(t, r.m.RedisDataLost, 0, "data-lost gauge after the rebuild")
+	if ok, why := r.h.Ready(); !ok {
+		t.Errorf("not ready after the rebuild: %s", why)
+	}
+}
+
+func TestFirstStartCreatesMeta(t *testing.T) {
+	r := newRig(t)
+	r.meta.setStatus("")
+	status, err := r.c.checkMeta(t.Context())
+	if err != nil || status != "ready" {
+		t.Fatalf("checkMeta = %q, %v; want ready", status, err)
+	}
+	if r.meta.created != 1 {
+		t.Errorf("meta hash created %d times, want once", r.meta.created)
+	}
+	wantCount(t, r.m.RedisDataLost, 0, "data-lost gauge")
+}

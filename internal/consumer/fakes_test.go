@@ -1,0 +1,304 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
+	"projector/internal/apply"
+	"projector/internal/obs"
+	"projector/internal/records"
+	"projector/pkg/events"
+)
+
+// errDown is the failure the fakes return while told to fail.
+var errDown = errors.New("fake: down")
+
+// journal is the order in which the fakes saw things happen, shared by all of them.
+type journal struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (j *journal) add(e string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.events = append(j.events, e)
+}
+
+func (j *journal) list() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]string(nil), j.events...)
+}
+
+// failer fails the first n calls.
+type failer struct {
+	mu    sync.Mutex
+	n     int
+	calls int
+}
+
+func (f *failer) fail() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.n > 0 {
+		f.n--
+		return true
+	}
+	return false
+}
+
+func (f *failer) set(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n = n
+}
+
+func (f *failer) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+// fakeCommitter keeps the committed offset (the next to read) of each
+// partition; a commit that includes an offset in stuck always fails.
+type fakeCommitter struct {
+	failer
+	j         *journal
+	stuck     map[int64]bool
+	mu        sync.Mutex
+	committed map[records.TopicPartition]int64
+}
+
+func (f *fakeCommitter) CommitMessages(_ context.Context, msgs ...kafka.Message) error {
+	if f.fail() || slices.ContainsFunc(msgs, func(m kafka.Message) bool { return f.stuck[m.Offset] }) {
+		f.j.add("commit failed")
+		return errDown
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range msgs {
+		f.committed[records.Of(m)] = m.Offset + 1
+	}
+	f.j.add("commit")
+	return nil
+}
+
+func (f *fakeCommitter) offsets() map[records.TopicPartition]int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[records.TopicPartition]int64{}
+	for k, v := range f.committed {
+		out[k] = v
+	}
+	return out
+}
+
+// fakeWriter is the dead-letter topic. lostAck makes a write land but report failure.
+type fakeWriter struct {
+	failer
+	j       *journal
+	lostAck bool
+	mu      sync.Mutex
+	written []kafka.Message
+}
+
+func (f *fakeWriter) WriteMessages(_ context.Context, msgs ...kafka.Message) error {
+	fail := f.fail()
+	if fail && !f.lostAck {
+		f.j.add("dead-letter failed")
+		return errDown
+	}
+	f.mu.Lock()
+	f.written = append(f.written, msgs...)
+	f.mu.Unlock()
+	if fail {
+		f.j.add("dead-letter written, ack lost")
+		return errDown
+	}
+	f.j.add("dead-letter")
+	return nil
+}
+
+func (f *fakeWriter) Close() error { return nil }
+
+// origins returns the origins of the dead letters written.
+func (f *fakeWriter) origins() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, m := range f.written {
+		var t, p, o string
+		for _, h := range m.Headers {
+			switch h.Key {
+			case "source-topic":
+				t = string(h.Value)
+			case "source-partition":
+				p = string(h.Value)
+			case "source-offset":
+				o = string(h.Value)
+			}
+		}
+		out = append(out, t+":"+p+":"+o)
+	}
+	return out
+}
+
+// fakeApplier applies a record once per origin: an event id seen at another
+// origin is a duplicate, the same origin again changes nothing (as the apply
+// script's markers do). applied counts the records whose effects it wrote.
+type fakeApplier struct {
+	failer
+	j       *journal
+	mu      sync.Mutex
+	origins map[string]string // event id -> origin
+	applied int
+	batches [][]apply.Record
+}
+
+func (f *fakeApplier) Apply(_ context.Context, recs []apply.Record, _ []apply.Range) (apply.Result, error) {
+	if f.fail() {
+		f.j.add("apply failed")
+		return apply.Result{}, errDown
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.batches = append(f.batches, recs)
+	res := apply.Result{Outcomes: make([]apply.Outcome, len(recs))}
+	for i, r := range recs {
+		o := records.Origin(r.Topic, r.Partition, r.Offset)
+		switch prev, ok := f.origins[r.Event.ID]; {
+		case !ok:
+			f.origins[r.Event.ID] = o
+			f.applied++
+			res.Writes++
+			res.Outcomes[i] = apply.Applied
+		case prev == o:
+			res.Outcomes[i] = apply.Applied
+		default:
+			res.Outcomes[i] = apply.Duplicate
+		}
+	}
+	f.j.add("apply")
+	return res, nil
+}
+
+func (f *fakeApplier) Repair(ctx context.Context, recs []apply.Record, ranges []apply.Range) (apply.Result, error) {
+	return f.Apply(ctx, recs, ranges)
+}
+
+func (f *fakeApplier) effects() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.applied
+}
+
+// fakeMeta is px:meta:{g}: its status and how often a first start created it.
+type fakeMeta struct {
+	mu      sync.Mutex
+	status  string
+	created int
+}
+
+func (f *fakeMeta) MetaStatus(context.Context) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.status, nil
+}
+
+func (f *fakeMeta) setStatus(s string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.status = s
+}
+
+func (f *fakeMeta) PauseToken(context.Context) (string, error) { return "", nil }
+
+func (f *fakeMeta) InitMeta(context.Context, map[string]string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.created++
+	f.status = apply.StatusReady
+	return true, nil
+}
+
+func (f *fakeMeta) MarkRolledBack(context.Context, string) error { return nil }
+
+func (f *fakeMeta) ReadEvidence(context.Context) (apply.Evidence, error) {
+	return apply.Evidence{}, nil
+}
+
+func (f *fakeMeta) Identity(context.Context) (map[string]string, error) { return nil, nil }
+
+// rig is a consumer over fakes, with the real dead-letter gate on miniredis.
+type rig struct {
+	c       *Consumer
+	j       *journal
+	commits *fakeCommitter
+	dlq     *fakeWriter
+	applier *fakeApplier
+	meta    *fakeMeta
+	m       *obs.Metrics
+	h       *obs.Health
+	// committed is what the group has committed before the consumer started.
+	committed map[records.TopicPartition]int64
+	// lookups counts reads of the dead-letter topic.
+	lookups atomic.Int32
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	j := &journal{}
+	r := &rig{j: j, commits: &fakeCommitter{j: j, committed: map[records.TopicPartition]int64{}},
+		dlq: &fakeWriter{j: j}, applier: &fakeApplier{j: j, origins: map[string]string{}},
+		meta: &fakeMeta{status: apply.StatusReady}, m: obs.NewMetrics(), committed: map[records.TopicPartition]int64{}}
+	r.h = obs.NewHealth(r.m)
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	k := Kafka{
+		Reader:      func([]string) Reader { t.Fatal("the core tests build no reader"); return nil },
+		DeadLetters: r.dlq,
+		Committed: func(context.Context) (map[records.TopicPartition]int64, error) {
+			return r.committed, nil
+		},
+		DeadLettered: func(context.Context) (map[string]bool, error) {
+			r.lookups.Add(1)
+			present := map[string]bool{}
+			for _, o := range r.dlq.origins() {
+				present[o] = true
+			}
+			return present, nil
+		},
+	}
+	opts := Options{GroupID: "g", Topics: []string{"views", "orders"}, DLQTopic: "dlq", MaxRecordBytes: 1 << 20,
+		MaxEvents: 100, MaxWait: time.Millisecond, ShutdownGrace: time.Millisecond}
+	r.c = NewWith(opts, k, r.applier, r.meta, records.NewDLQMarks(rdb, ""), r.m, r.h, zap.NewNop())
+	return r
+}
+
+// event is a valid record of topic/partition at offset.
+func event(t *testing.T, topic string, partition int, offset int64, id string) kafka.Message {
+	t.Helper()
+	b, err := events.Encode(events.Event{ID: id, Type: events.Click, TS: 1_700_000_000_000, UserID: "u1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kafka.Message{Topic: topic, Partition: partition, Offset: offset, Key: []byte("u1"), Value: b}
+}
+
+// poison is a record of topic/partition at offset that is not an event.
+func poison(topic string, partition int, offset int64) kafka.Message {
+	return kafka.Message{Topic: topic, Partition: partition, Offset: offset, Key: []byte("u1"), Value: []byte("{not json")}
+}

@@ -1,0 +1,81 @@
+package records
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/segmentio/kafka-go"
+
+	"projector/pkg/events"
+)
+
+func click(t *testing.T, id string) []byte {
+	t.Helper()
+	b, err := events.Encode(events.Event{ID: id, Type: events.Click, TS: 1_700_000_000_000, UserID: "u1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestNames(t *testing.T) {
+	if got := (TopicPartition{Topic: "views", Partition: 7}).String(); got != "views:7" {
+		t.Errorf("TopicPartition.String = %q, want views:7", got)
+	}
+	if got := Origin("views", 7, 1234); got != "views:7:1234" {
+		t.Errorf("Origin = %q, want views:7:1234", got)
+	}
+	if got := (Record{Topic: "a", Partition: 1}).TP(); got != (TopicPartition{Topic: "a", Partition: 1}) {
+		t.Errorf("Record.TP = %v", got)
+	}
+	if got, want := MaxBytes(1<<20), 10<<20; got != want {
+		t.Errorf("MaxBytes(1 MiB) = %d, want %d", got, want)
+	}
+	if got, want := MaxBytes(8<<20), 17<<20; got != want {
+		t.Errorf("MaxBytes(8 MiB) = %d, want %d", got, want)
+	}
+	if p, u := ProcessName(), UniqueName(); !strings.HasPrefix(u, p+"/") || u == UniqueName() {
+		t.Errorf("UniqueName %q is not ProcessName %q with a random suffix", u, p)
+	}
+}
+
+func TestSplit(t *testing.T) {
+	msgs := []kafka.Message{
+		{Topic: "a", Partition: 0, Offset: 5, Value: click(t, "e1")},
+		{Topic: "b", Partition: 0, Offset: 9, Value: []byte("not json")},
+		{Topic: "a", Partition: 0, Offset: 3, Value: click(t, "e2")},
+		{Topic: "a", Partition: 1, Offset: 4, Value: make([]byte, 200)},
+	}
+	recs, bad, ranges := Split(msgs, 100)
+	if len(recs) != 2 || recs[0].Event.ID != "e1" || recs[1].Offset != 3 {
+		t.Errorf("records = %+v, want e1 at 5 and e2 at 3", recs)
+	}
+	if len(bad) != 2 || bad[0].Msg.Offset != 9 || bad[1].Msg.Offset != 4 || bad[0].Reason == "" || bad[1].Reason == "" {
+		t.Errorf("poison = %+v, want offsets 9 and 4 with reasons", bad)
+	}
+	want := []Range{{Topic: "a", Partition: 0, First: 3, Last: 5}, {Topic: "b", Partition: 0, First: 9, Last: 9},
+		{Topic: "a", Partition: 1, First: 4, Last: 4}}
+	if fmt.Sprint(ranges) != fmt.Sprint(want) {
+		t.Errorf("ranges = %v, want %v", ranges, want)
+	}
+	high := Highest(msgs)
+	if len(high) != 3 || high[TopicPartition{Topic: "a", Partition: 0}].Offset != 5 {
+		t.Errorf("Highest = %v, want a:0 at 5 among 3 partitions", high)
+	}
+}
+
+func TestDeadLetterNamesItsOrigin(t *testing.T) {
+	p := Poison{Msg: kafka.Message{Topic: "views", Partition: 3, Offset: 42, Key: []byte("u1"), Value: []byte("x")}, Reason: "bad json"}
+	m := DeadLetter(p)
+	if string(m.Key) != "u1" || string(m.Value) != "x" {
+		t.Errorf("dead letter key %q value %q, want the record's", m.Key, m.Value)
+	}
+	topic, part, off, ok := sourceOf(m)
+	if !ok || topic != "views" || part != 3 || off != 42 {
+		t.Errorf("sourceOf = %s %d %d %v, want views 3 42 true", topic, part, off, ok)
+	}
+	if _, _, _, ok := sourceOf(kafka.Message{}); ok {
+		t.Error("a record without source headers has an origin")
+	}
+}
