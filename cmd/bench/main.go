@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -47,6 +48,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	batch := fs.Int("batch", 0, "consumer batch.max_events (0: the consumer's default)")
 	redisArgs := fs.String("redis-args", "", "extra redis-server arguments, space-separated (e.g. '--hash-max-listpack-entries 16')")
 	replayBatch := fs.Int("replay-batch", 0, "the replayer's --batch (0: its default)")
+	replayPar := fs.String("replay-parallel", "", "run the replay once per value of the replayer's --parallel, comma-separated (e.g. 1,2,4)")
+	fs.IntVar(&cfg.ReplayRounds, "replay-rounds", 1, "rounds of -replay-parallel runs (interleaved)")
 	off := fs.String("disable", "", "projections to switch off, comma-separated")
 	extra := fs.String("env", "", "extra environment of the consumer and replayer, comma-separated K=V (e.g. GOGC=400)")
 	fs.IntVar(&cfg.NaiveEvents, "naive-events", 30_000, "records the naive baseline consumes (0: skip it)")
@@ -89,6 +92,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cfg.Redis.Args = strings.Fields(*redisArgs)
 	if *replayBatch > 0 {
 		cfg.ReplayArgs = []string{fmt.Sprintf("--batch=%d", *replayBatch)}
+	}
+	for _, v := range strings.Split(*replayPar, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				fmt.Fprintf(stderr, "bench: -replay-parallel: %q is not a positive number\n", v)
+				return 2
+			}
+			cfg.ReplayParallel = append(cfg.ReplayParallel, n)
+		}
 	}
 	for _, p := range strings.Split(*off, ",") {
 		if p = strings.TrimSpace(p); p != "" {

@@ -36,6 +36,10 @@ type Config struct {
 	SkipReplay bool
 	// ReplayArgs are extra command-line arguments of the replayer (e.g. --batch).
 	ReplayArgs []string
+	// ReplayParallel, when set, runs the replay once per value with
+	// --parallel=N, ReplayRounds times over (interleaved).
+	ReplayParallel []int
+	ReplayRounds   int
 	// ProfileSeconds > 0 takes a CPU profile of the consumer for that long
 	// during the throughput phase, saved as Dir/consumer.pprof.
 	ProfileSeconds int
@@ -143,7 +147,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	if !cfg.SkipReplay {
-		if res.Replay, err = e.runReplay(ctx); err != nil {
+		if res.Replay, err = e.runReplays(ctx); err != nil {
 			return res, err
 		}
 	}

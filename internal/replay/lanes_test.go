@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -118,15 +119,27 @@ func TestLanesApplyConcurrentlyInPartitionOrder(t *testing.T) {
 	}
 }
 
-func TestSplitLanesBalancesRecords(t *testing.T) {
+// TestSplitLanesByPartitionNumber: partition p of every topic goes to one
+// lane, the lanes balanced by records.
+func TestSplitLanesByPartitionNumber(t *testing.T) {
 	plan := ranges{{Topic: "a", Partition: 0, First: 0, End: 100}, {Topic: "a", Partition: 1, First: 0, End: 60},
-		{Topic: "a", Partition: 2, First: 0, End: 50}, {Topic: "a", Partition: 3, First: 5, End: 5}, {Topic: "b", Partition: 0, First: 0, End: 10}}
+		{Topic: "a", Partition: 2, First: 0, End: 50}, {Topic: "a", Partition: 3, First: 5, End: 5},
+		{Topic: "b", Partition: 0, First: 0, End: 10}, {Topic: "b", Partition: 1, First: 0, End: 30}, {Topic: "b", Partition: 2, First: 0, End: 10}}
 	lanes := splitLanes(plan, 2)
-	if len(lanes) != 2 || lanes[0].total() != 110 || lanes[1].total() != 110 {
-		t.Fatalf("lanes %v, want two of 110 records", lanes)
+	if len(lanes) != 2 || lanes[0].total() != 110 || lanes[1].total() != 150 {
+		t.Fatalf("lanes %v, want partition 0 (110 records) and partitions 1 and 2 (150)", lanes)
 	}
-	if got := splitLanes(plan, 8); len(got) != 4 {
-		t.Errorf("8 lanes over 4 partitions with records: %d lanes, want 4", len(got))
+	for _, l := range lanes {
+		for _, s := range l {
+			for _, o := range lanes {
+				if &o[0] != &l[0] && slices.ContainsFunc(o, func(x span) bool { return x.Partition == s.Partition }) {
+					t.Errorf("partition number %d is in two lanes: %v", s.Partition, lanes)
+				}
+			}
+		}
+	}
+	if got := splitLanes(plan, 8); len(got) != 3 {
+		t.Errorf("8 lanes over 3 partition numbers with records: %d lanes, want 3", len(got))
 	}
 	if got := splitLanes(plan, 0); len(got) != 1 || got[0].total() != plan.total() {
 		t.Errorf("0 lanes: %v, want one lane of everything", got)
