@@ -74,12 +74,13 @@ func TestReplayResumed(t *testing.T) {
 	if meta["status"] != "rebuilding" || meta["replay_plan"] == "" || meta["rebuild_total"] != strconv.FormatInt(total, 10) {
 		t.Fatalf("after the kill px:meta:{g} = %v; want status rebuilding, the plan and the progress of %d records", meta, total)
 	}
-	t.Logf("replayer killed with %d of %d records under the watermarks", applied, total)
+	t.Logf("replayer killed with %d of %d records under the watermarks; its output:\n%s", applied, total, tail(first.log.String(), 1500))
 
 	out, err := rerun(env, args)
 	if err == nil || !strings.Contains(out, "another replayer is running") || !regexp.MustCompile(`retry in \d+s`).MatchString(out) {
 		t.Fatalf("rerun during the dead replayer's lease: err %v, output:\n%s", err, out)
 	}
+	t.Logf("rerun during the lease: %s", out)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
 		out, err = rerun(env, args)
 		if err == nil || !strings.Contains(out, "another replayer is running") || time.Now().After(deadline) {
@@ -89,7 +90,7 @@ func TestReplayResumed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("rerun: %v\n%s", err, out)
 	}
-	t.Logf("rerun: %s", tail(out, 600))
+	t.Logf("rerun: %s", tail(out, 1500))
 	m := summaryLine.FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("the rerun printed no resumed summary:\n%s", out)

@@ -61,31 +61,39 @@ func (a *recordingApplier) Apply(ctx context.Context, recs []apply.Record, rgs [
 // different partitions are applied at the same time, while each partition's
 // batches follow each other in offset order, from the span's first offset to
 // its end, every record once.
+// logInKfake produces log into an in-process broker (the topics of the
+// default configuration with partitions each, and a one-partition dead-letter
+// topic) and returns the configuration that reads it.
+func logInKfake(tb testing.TB, partitions int32, log []gen.Record) config.Config {
+	tb.Helper()
+	cfg := config.Defaults()
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, cfg.Kafka.Topics...), kfake.SeedTopics(1, cfg.Kafka.DLQTopic))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(kc.Close)
+	w := &kafka.Writer{Addr: kafka.TCP(kc.ListenAddrs()...), Balancer: &kafka.Hash{}, BatchSize: 1000, BatchTimeout: time.Millisecond}
+	defer w.Close()
+	for i := 0; i < len(log); i += 5000 {
+		var msgs []kafka.Message
+		for _, r := range log[i:min(i+5000, len(log))] {
+			msgs = append(msgs, kafka.Message{Topic: r.Topic, Key: r.Key, Value: r.Value})
+		}
+		if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	cfg.Embedded = false
+	cfg.Kafka.Brokers = kc.ListenAddrs()
+	return cfg
+}
+
 func TestLanesApplyConcurrentlyInPartitionOrder(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	topics := []string{"shop.views", "shop.clicks", "shop.orders"}
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topics...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kc.Close()
 	gc := gen.DefaultConfig()
 	gc.Seed = 7
-	log := gen.New(gc).Log(6000)
-	w := &kafka.Writer{Addr: kafka.TCP(kc.ListenAddrs()...), Balancer: &kafka.Hash{}, BatchSize: 500, BatchTimeout: time.Millisecond}
-	var msgs []kafka.Message
-	for _, r := range log {
-		msgs = append(msgs, kafka.Message{Topic: r.Topic, Key: r.Key, Value: r.Value})
-	}
-	if err := w.WriteMessages(ctx, msgs...); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	cfg := config.Defaults()
-	cfg.Embedded = false
-	cfg.Kafka.Brokers = kc.ListenAddrs()
-	cfg.Kafka.Topics = topics
+	cfg := logInKfake(t, 3, gen.New(gc).Log(6000))
 	plan, err := planRanges(ctx, cfg, true)
 	if err != nil {
 		t.Fatal(err)
