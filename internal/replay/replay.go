@@ -98,9 +98,11 @@ const (
 	RebuildBatch = 10_000
 )
 
-// DefaultParallel is the replay's default number of lanes (Options.Parallel;
-// measured in BENCHMARKS.md).
-const DefaultParallel = 2
+// DefaultParallel is the replay's default number of lanes (Options.Parallel).
+// On the 2-core machine of BENCHMARKS.md section 4.5, where Redis, Kafka and
+// the replayer share the cores, more lanes were not faster and cost more CPU
+// and memory per lane.
+const DefaultParallel = 1
 
 // parallelOr returns n, or DefaultParallel when n is not set.
 func parallelOr(n int) int { return batchOr(n, DefaultParallel) }
