@@ -13,8 +13,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
+	"projector/internal/dashboard/status"
 	"projector/internal/gen"
 	"projector/internal/testredis"
+	"projector/pkg/projections"
 )
 
 // summaryLine is the replayer's summary of a resumed run.
@@ -73,6 +75,13 @@ func TestReplayResumed(t *testing.T) {
 	meta := rdb.HGetAll(ctx, "px:meta:{g}").Val()
 	if meta["status"] != "rebuilding" || meta["replay_plan"] == "" || meta["rebuild_total"] != strconv.FormatInt(total, 10) {
 		t.Fatalf("after the kill px:meta:{g} = %v; want status rebuilding, the plan and the progress of %d records", meta, total)
+	}
+	st, err := status.New(status.Options{RDB: rdb}).Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(projections.EnabledNames(projections.Defaults())); len(st.Rebuilding) != n || st.Rebuilding[0].Total != total {
+		t.Errorf("/api/status during the interrupted replay: rebuilding %+v, want the %d projections of %d records", st.Rebuilding, n, total)
 	}
 	t.Logf("replayer killed with %d of %d records under the watermarks; its output:\n%s", applied, total, tail(first.log.String(), 1500))
 
