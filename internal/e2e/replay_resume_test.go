@@ -30,11 +30,23 @@ var summaryLine = regexp.MustCompile(`replayed (\d+) records in .*, resumed afte
 // wipe), reads only what was left, the consumer resumes and goes on with new
 // records, and the end state equals the model.
 func TestReplayResumed(t *testing.T) {
+	srv := testredis.StartStandalone(t)
+	runReplayResumed(t, srv.Client(), []string{srv.Addr()}, "standalone", 1, func(ctx context.Context) error {
+		return srv.Client().FlushAll(ctx).Err()
+	})
+}
+
+// TestReplayResumedCluster: the same on a 3-master Redis Cluster, with two
+// lanes of partitions (--parallel 2).
+func TestReplayResumedCluster(t *testing.T) {
+	c := testredis.StartCluster(t, 3)
+	runReplayResumed(t, c.Client(), c.Addrs(), "cluster", 2, c.FlushAll)
+}
+
+func runReplayResumed(t *testing.T, rdb redis.UniversalClient, addrs []string, mode string, lanes int, flushAll func(context.Context) error) {
 	ctx := context.Background()
 	topics := []string{"shop.views", "shop.clicks", "shop.orders"}
 	brokers := startApacheKafka(t, 3, topics, "shop.dlq")
-	srv := testredis.StartStandalone(t)
-	rdb := srv.Client()
 	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 17))
 	start := time.Now()
@@ -52,7 +64,8 @@ func TestReplayResumed(t *testing.T) {
 	httpAddr := freeAddr(t)
 	env := []string{
 		"PROJECTOR_KAFKA_BROKERS=" + strings.Join(brokers, ","),
-		"PROJECTOR_REDIS_ADDRS=" + srv.Addr(),
+		"PROJECTOR_REDIS_ADDRS=" + strings.Join(addrs, ","),
+		"PROJECTOR_REDIS_MODE=" + mode,
 		"PROJECTOR_LOG_LEVEL=warn",
 	}
 	c := startConsumer(t, append(env, "PROJECTOR_HTTP_ADDR="+httpAddr))
@@ -60,14 +73,14 @@ func TestReplayResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	total := logSize(t, brokers, topics)
-	if err := rdb.FlushAll(ctx).Err(); err != nil {
+	if err := flushAll(ctx); err != nil {
 		t.Fatal(err)
 	}
 	waitLossReported(t, httpAddr)
 
 	// Small batches make many checkpoints; the kill comes once the
 	// watermarks cover a seeded share of the log.
-	args := []string{"--batch", "100"}
+	args := []string{"--batch", "100", "--parallel", strconv.Itoa(lanes)}
 	killAt := int64(float64(total) * (0.2 + 0.4*rng.Float64()))
 	first := startProcess(t, replayerBin, env, args...)
 	applied := waitApplied(t, rdb, first, killAt)
