@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"math/rand/v2"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -14,7 +13,6 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"projector/internal/dashboard/status"
-	"projector/internal/gen"
 	"projector/internal/testredis"
 	"projector/pkg/projections"
 )
@@ -47,13 +45,7 @@ func runReplayResumed(t *testing.T, rdb redis.UniversalClient, addrs []string, m
 	ctx := context.Background()
 	topics := []string{"shop.views", "shop.clicks", "shop.orders"}
 	brokers := startApacheKafka(t, 3, topics, "shop.dlq")
-	seed := testSeed(t)
-	rng := rand.New(rand.NewPCG(seed, 17))
-	start := time.Now()
-	gc := gen.DefaultConfig()
-	gc.Seed = seed
-	gc.Start, gc.Span = start.Add(-36*time.Hour), 36*time.Hour
-	log := gen.New(gc).Log(envInt("E2E_EVENTS", 10000))
+	log, rng, start := seededLog(t, 17)
 	before, after := log[:len(log)*4/5], log[len(log)*4/5:]
 
 	done := make(chan error, 1)
