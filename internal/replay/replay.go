@@ -1,6 +1,8 @@
 // Package replay rebuilds projections from the canonical event log in Kafka
 // after Redis lost data (docs/contract.md section 6), with the consumer's own planner and
-// applier, and hands over to the consumers through the watermarks it leaves.
+// applier, and hands over to the consumers through the watermarks it leaves. A
+// replay records its plan in Redis, so that a rerun after a crash continues it
+// from those watermarks.
 package replay
 
 import (
