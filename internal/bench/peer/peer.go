@@ -1,0 +1,214 @@
+// Package peer is the benchmark's cost reference: an at-least-once consumer
+// written as a careful user of a pipelined Redis sink (Redis Kafka Connect,
+// Redpanda Connect's Redis outputs) would write it. It reads the topics with
+// the same kafka-go reader settings and batch size as projector's consumer,
+// plans every event with projector's own planner (pkg/projections), sends
+// each write as plain commands (Commands) in one pipeline per batch, and
+// commits the batch's offsets after the pipeline: no idempotency markers, no
+// guards, no Lua, no coalescing. It is wrong under redelivery by design
+// (a redelivered event is counted again); it exists to be measured against.
+package peer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+
+	"projector/internal/config"
+	"projector/internal/kafkaconn"
+	"projector/internal/records"
+	"projector/pkg/events"
+	"projector/pkg/projections"
+)
+
+// Peer consumes the topics of its configuration as a member of its group.
+type Peer struct {
+	cfg     config.Config
+	rdb     redis.UniversalClient
+	planner *projections.Planner
+	metrics *Metrics
+	now     func() time.Time
+}
+
+// New returns a peer writing through rdb with the kafka., batch.,
+// projections., redis.key_prefix and time_zone keys of cfg. now is the
+// clock (writes whose key would already have expired are left out).
+func New(cfg config.Config, rdb redis.UniversalClient, m *Metrics, now func() time.Time) (*Peer, error) {
+	planner, err := projections.NewPlanner(cfg.Projections, cfg.Location, cfg.Redis.KeyPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("peer: build projections: %w", err)
+	}
+	return &Peer{cfg: cfg, rdb: rdb, planner: planner, metrics: m, now: now}, nil
+}
+
+// newReader is projector's group member (internal/consumer newReader): the
+// same group semantics (manual, synchronous commits; earliest offset for a
+// new group), fetch sizes, wait and queue.
+func newReader(cfg config.Config, conn *kafkaconn.Conn) *kafka.Reader {
+	return kafka.NewReader(kafka.ReaderConfig{
+		Brokers:           cfg.Kafka.Brokers,
+		Dialer:            conn.Dialer(),
+		GroupID:           cfg.Kafka.GroupID,
+		GroupTopics:       cfg.Kafka.Topics,
+		MinBytes:          1,
+		MaxBytes:          records.MaxBytes(cfg.Kafka.MaxRecordBytes),
+		MaxWait:           250 * time.Millisecond,
+		QueueCapacity:     max(1000, cfg.Batch.MaxEvents),
+		CommitInterval:    0,
+		StartOffset:       kafka.FirstOffset,
+		HeartbeatInterval: time.Second,
+		SessionTimeout:    10 * time.Second,
+		RebalanceTimeout:  10 * time.Second,
+		ReadBackoffMin:    50 * time.Millisecond,
+		ReadBackoffMax:    500 * time.Millisecond,
+	})
+}
+
+// Run consumes until ctx ends (nil then) or a fetch, the pipeline or a
+// commit fails.
+func (p *Peer) Run(ctx context.Context) error {
+	conn, err := kafkaconn.New(p.cfg.Kafka)
+	if err != nil {
+		return fmt.Errorf("peer: kafka connection: %w", err)
+	}
+	defer conn.Close()
+	r := newReader(p.cfg, conn)
+	defer r.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	in := make(chan kafka.Message)
+	fetchErr := make(chan error, 1)
+	go func() { fetchErr <- pump(ctx, r, in) }()
+	var (
+		batch []kafka.Message
+		cmds  []Cmd
+		plan  []projections.Write
+	)
+	for {
+		batch, err = gather(ctx, in, batch[:0], p.cfg.Batch.MaxEvents, p.cfg.Batch.MaxWait)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return <-fetchErr
+		}
+		cmds, plan = p.commands(batch, cmds[:0], plan)
+		if err := p.write(ctx, cmds); err != nil {
+			return err
+		}
+		if err := r.CommitMessages(ctx, lastPerPartition(batch)...); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("peer: commit: %w", err)
+		}
+		p.metrics.batch(len(batch))
+	}
+}
+
+// pump fetches records into out until ctx ends or a fetch fails.
+func pump(ctx context.Context, r *kafka.Reader, out chan<- kafka.Message) error {
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return fmt.Errorf("peer: fetch: %w", err)
+		}
+		select {
+		case out <- m:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// gather appends records of in to batch: it waits for the first, then takes
+// more until the batch holds maxEvents or no record is at hand once maxWait
+// has passed since the first (caught up with the log, live traffic waits
+// about maxWait; behind it, batches are full).
+func gather(ctx context.Context, in <-chan kafka.Message, batch []kafka.Message, maxEvents int, maxWait time.Duration) ([]kafka.Message, error) {
+	select {
+	case m := <-in:
+		batch = append(batch, m)
+	case <-ctx.Done():
+		return batch, ctx.Err()
+	}
+	timer := time.NewTimer(maxWait)
+	defer timer.Stop()
+	expired := false
+	for len(batch) < maxEvents {
+		select {
+		case m := <-in:
+			batch = append(batch, m)
+			continue
+		default:
+		}
+		if expired {
+			return batch, nil
+		}
+		select {
+		case m := <-in:
+			batch = append(batch, m)
+		case <-timer.C:
+			expired = true
+		case <-ctx.Done():
+			return batch, ctx.Err()
+		}
+	}
+	return batch, nil
+}
+
+// commands decodes and plans every record of batch and appends the writes'
+// commands to cmds, in log order. Poison records are counted and skipped
+// (a sink's errors.tolerance=all); duplicates are applied again.
+func (p *Peer) commands(batch []kafka.Message, cmds []Cmd, plan []projections.Write) ([]Cmd, []projections.Write) {
+	now := p.now()
+	for i := range batch {
+		ev, err := events.Decode(batch[i].Value)
+		if err != nil {
+			p.metrics.Poison.Inc()
+			continue
+		}
+		plan = p.planner.Plan(ev, now, plan[:0])
+		for j := range plan {
+			cmds = Commands(&plan[j], p.cfg.Location, cmds)
+		}
+	}
+	return cmds, plan
+}
+
+// write sends cmds in one pipeline and fails on the first failed command.
+func (p *Peer) write(ctx context.Context, cmds []Cmd) error {
+	if len(cmds) == 0 {
+		return nil
+	}
+	pipe := p.rdb.Pipeline()
+	for _, c := range cmds {
+		pipe.Do(ctx, c...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("peer: pipeline of %d commands: %w", len(cmds), err)
+	}
+	p.metrics.Commands.Add(float64(len(cmds)))
+	return nil
+}
+
+// lastPerPartition returns the last record of each partition of batch: the
+// offsets to commit.
+func lastPerPartition(batch []kafka.Message) []kafka.Message {
+	type tp struct {
+		topic     string
+		partition int
+	}
+	last := map[tp]kafka.Message{}
+	for _, m := range batch {
+		last[tp{m.Topic, m.Partition}] = m
+	}
+	out := make([]kafka.Message, 0, len(last))
+	for _, m := range last {
+		out = append(out, m)
+	}
+	return out
+}
