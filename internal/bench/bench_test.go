@@ -116,3 +116,15 @@ func TestCalibrate(t *testing.T) {
 		t.Errorf("line %q", c.String())
 	}
 }
+
+// TestLagGrows: the lag grows when it rose by more than half a second of traffic.
+func TestLagGrows(t *testing.T) {
+	for _, tc := range []struct {
+		start, end int64
+		want       bool
+	}{{100, 5000, false}, {100, 10100, false}, {100, 10101, true}, {9000, 200, false}} {
+		if got := (Live{Rate: 20000, LagStart: tc.start, LagEnd: tc.end}).LagGrows(); got != tc.want {
+			t.Errorf("lag %d -> %d: grows %v, want %v", tc.start, tc.end, got, tc.want)
+		}
+	}
+}

@@ -14,6 +14,12 @@ type Live struct {
 	Rate int
 	// Latency holds the event-to-visible latencies of the markers.
 	Latency Latencies
+	// Unseen counts the markers not visible 30s after production ended
+	// (in Latency with their wait so far, a lower bound).
+	Unseen int
+	// CaughtUp is false when the group still lagged 2 minutes after
+	// production ended (the CPU figures then cover what was done).
+	CaughtUp bool
 	// Events is the records the consumer finished during the phase.
 	Events float64
 	// RedisCPU and ConsumerCPU are microseconds of CPU per event, from the
@@ -37,9 +43,12 @@ func (l Live) String() string {
 	if l.LagGrows() {
 		verdict = "growing lag"
 	}
-	return fmt.Sprintf("%d ev/s: %d markers, p50 %v p99 %v max %v; redis %.2f us/ev, consumer %.2f us/ev, mean batch %.1f; lag %d -> %d (%s)",
-		l.Rate, len(l.Latency), l.Latency.Quantile(0.5), l.Latency.Quantile(0.99), l.Latency.Quantile(1),
-		l.RedisCPU, l.ConsumerCPU, l.MeanBatch, l.LagStart, l.LagEnd, verdict)
+	if !l.CaughtUp {
+		verdict += ", not caught up 2 min after production"
+	}
+	return fmt.Sprintf("%d ev/s: %d markers (%d unseen after 30s), p50 %v p99 %v max %v; redis %.2f us/ev, consumer %.2f us/ev, mean batch %.1f; lag %d -> %d (%s)",
+		l.Rate, len(l.Latency), l.Unseen, l.Latency.Quantile(0.5).Round(100*time.Microsecond), l.Latency.Quantile(0.99).Round(100*time.Microsecond),
+		l.Latency.Quantile(1).Round(100*time.Microsecond), l.RedisCPU, l.ConsumerCPU, l.MeanBatch, l.LagStart, l.LagEnd, verdict)
 }
 
 // live produces generated traffic at rate while m runs caught up with the
@@ -59,11 +68,13 @@ func (e *env) live(ctx context.Context, m *member, p *kgo.Client, rate int) (Liv
 	}
 	lags := make(chan [2]int64, 1)
 	go func() { lags <- e.lagAt(ctx, m, time.Now(), lc.Warmup, lc.Duration-250*time.Millisecond) }()
-	if l.Latency, err = MeasureLatency(ctx, p, e.redis.Client(), lc); err != nil {
+	if l.Latency, l.Unseen, err = MeasureLatency(ctx, p, e.redis.Client(), lc); err != nil {
 		return l, err
 	}
-	if err := e.waitLag(ctx, m, 30*time.Second); err != nil {
-		return l, err
+	if err := e.waitLag(ctx, m, 2*time.Minute); err != nil {
+		e.logf("%s: %v", m.name, err)
+	} else {
+		l.CaughtUp = true
 	}
 	after, err := e.sample(ctx, m)
 	if err != nil {
