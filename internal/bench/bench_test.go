@@ -38,7 +38,7 @@ func TestResultLine(t *testing.T) {
 		return lat
 	}
 	r := Result{Consumer: Throughput{Rate: 52000.4, RedisCPU: 11.5, ConsumerCPU: 5.25}, Naive: 2600, Replay: 150000,
-		Peer: Throughput{Rate: 40000, RedisCPU: 23, ConsumerCPU: 3.5},
+		Peer:     Throughput{Rate: 40000, RedisCPU: 23, ConsumerCPU: 3.5},
 		Live:     []Live{{Rate: 10000, Latency: ms(1), RedisCPU: 30}, {Rate: 20000, Latency: ms(2)}},
 		PeerLive: []Live{{Rate: 10000, RedisCPU: 20}}}
 	want := "bench: consumer=52000 ev/s naive=2600 ev/s ratio=20.0 redis_cpu=11.50/ev consumer_cpu=5.25/ev replay=150000 ev/s p50=51.0ms p99=100.0ms" +
