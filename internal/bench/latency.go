@@ -87,6 +87,9 @@ func MeasureLatency(ctx context.Context, p *kgo.Client, rdb redis.UniversalClien
 	gc.Seed, gc.Users, gc.Products = 777, cfg.Users, cfg.Products
 	g := gen.New(gc)
 	start := time.Now()
+	// Marker ids are unique per phase: a consumer with exactly-once would
+	// drop another phase's ids as duplicates.
+	phase := "lat-" + strconv.FormatInt(start.UnixMilli(), 36) + "-"
 	var sent, markers int64
 	var errMu sync.Mutex
 	var failure error
@@ -111,7 +114,7 @@ func MeasureLatency(ctx context.Context, p *kgo.Client, rdb redis.UniversalClien
 		if el >= time.Duration(markers)*markerEvery {
 			markers++
 			ts := now.UnixMilli()
-			v, err := events.Encode(events.Event{ID: "lat-" + strconv.FormatInt(markers, 10), Type: events.View, TS: ts,
+			v, err := events.Encode(events.Event{ID: phase + strconv.FormatInt(markers, 10), Type: events.View, TS: ts,
 				UserID: markerUser, ProductID: "m" + strconv.FormatInt(markers, 10), Device: "-", StoreID: "-"})
 			if err != nil {
 				return nil, 0, fmt.Errorf("encode marker: %w", err)

@@ -9,8 +9,10 @@ import (
 )
 
 // TestGatherFillsOrClosesWhenIdle: records at hand fill a batch up to
-// maxEvents; with no more at hand, the batch closes once maxWait has passed
-// since its first record, holding what came.
+// maxEvents; caught up with the log (high watermark right after the
+// records), the batch closes once maxWait has passed since its first
+// record, holding what came; behind the log, it closes once no record came
+// for a whole maxWait.
 func TestGatherFillsOrClosesWhenIdle(t *testing.T) {
 	ctx := context.Background()
 	in := make(chan kafka.Message, 10)
@@ -24,6 +26,11 @@ func TestGatherFillsOrClosesWhenIdle(t *testing.T) {
 	b, err = gather(ctx, in, b[:0], 100, 20*time.Millisecond)
 	if err != nil || len(b) != 6 || b[0].Offset != 4 {
 		t.Fatalf("idle batch = %v, %v; want the 6 records left", b, err)
+	}
+	in <- kafka.Message{Offset: 10, HighWaterMark: 100_000}
+	b, err = gather(ctx, in, b[:0], 100, 20*time.Millisecond)
+	if err != nil || len(b) != 1 {
+		t.Fatalf("batch behind the log = %v, %v; want the one record", b, err)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()

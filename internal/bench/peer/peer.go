@@ -124,35 +124,37 @@ func pump(ctx context.Context, r *kafka.Reader, out chan<- kafka.Message) error 
 	}
 }
 
-// gather appends records of in to batch: it waits for the first, then takes
-// more until the batch holds maxEvents or no record is at hand once maxWait
-// has passed since the first (caught up with the log, live traffic waits
-// about maxWait; behind it, batches are full).
+// gather appends records of in to batch as projector's batcher
+// (internal/consumer) closes its batches: it waits for the first record,
+// then takes more until the batch holds maxEvents, or maxWait has passed
+// since the first and the newest record is near its partition's high
+// watermark (caught up: live traffic waits about maxWait), or no record came
+// for a whole maxWait, or 20 x maxWait have passed. Behind the log, batches
+// are full: the reader's queue fills while the previous batch is written.
 func gather(ctx context.Context, in <-chan kafka.Message, batch []kafka.Message, maxEvents int, maxWait time.Duration) ([]kafka.Message, error) {
+	var m kafka.Message
 	select {
-	case m := <-in:
-		batch = append(batch, m)
+	case m = <-in:
 	case <-ctx.Done():
 		return batch, ctx.Err()
 	}
+	batch = append(batch, m)
+	since, quiet := time.Now(), false
+	behind := m.HighWaterMark-m.Offset-1 >= int64(max(maxEvents/4, 1))
 	timer := time.NewTimer(maxWait)
 	defer timer.Stop()
-	expired := false
 	for len(batch) < maxEvents {
 		select {
-		case m := <-in:
+		case m = <-in:
 			batch = append(batch, m)
-			continue
-		default:
-		}
-		if expired {
-			return batch, nil
-		}
-		select {
-		case m := <-in:
-			batch = append(batch, m)
+			behind = m.HighWaterMark-m.Offset-1 >= int64(max(maxEvents/4, 1))
+			quiet = false
 		case <-timer.C:
-			expired = true
+			if !behind || quiet || time.Since(since) >= 20*maxWait {
+				return batch, nil
+			}
+			quiet = true
+			timer.Reset(maxWait)
 		case <-ctx.Done():
 			return batch, ctx.Err()
 		}
