@@ -11,6 +11,7 @@ package peer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -67,8 +68,18 @@ func newReader(cfg config.Config, conn *kafkaconn.Conn) *kafka.Reader {
 	})
 }
 
+// job is one planned batch for the writer.
+type job struct {
+	cmds    []Cmd
+	commits []kafka.Message // the last record of each partition
+	records int
+}
+
 // Run consumes until ctx ends (nil then) or a fetch, the pipeline or a
-// commit fails.
+// commit fails. Batches are gathered and planned while the previous one is
+// written (one batch in flight, as a sink's put overlaps the next poll);
+// the writer sends each batch's pipeline and then commits its offsets, in
+// log order.
 func (p *Peer) Run(ctx context.Context) error {
 	conn, err := kafkaconn.New(p.cfg.Kafka)
 	if err != nil {
@@ -82,35 +93,83 @@ func (p *Peer) Run(ctx context.Context) error {
 	in := make(chan kafka.Message)
 	fetchErr := make(chan error, 1)
 	go func() { fetchErr <- pump(ctx, r, in) }()
+	jobs, free := make(chan job), make(chan []Cmd, 2)
+	free <- nil
+	free <- nil
+	written := make(chan error, 1)
+	go func() {
+		err := p.writer(ctx, r, jobs, free)
+		if err != nil {
+			cancel() // ends the gathering
+		}
+		written <- err
+	}()
 	var (
 		batch []kafka.Message
-		cmds  []Cmd
 		plan  []projections.Write
 	)
 	for {
 		batch, err = gather(ctx, in, batch[:0], p.cfg.Batch.MaxEvents, p.cfg.Batch.MaxWait)
 		if err != nil {
-			if ctx.Err() != nil {
+			cancel()
+			if werr := <-written; werr != nil {
+				return werr
+			}
+			if ctx.Err() != nil && !errors.Is(err, errFetch) {
 				return nil
 			}
 			return <-fetchErr
 		}
-		cmds, plan = p.commands(batch, cmds[:0], plan)
-		if err := p.write(ctx, cmds); err != nil {
+		var j job
+		select {
+		case j.cmds = <-free:
+		case err := <-written:
 			return err
 		}
-		if err := r.CommitMessages(ctx, lastPerPartition(batch)...); err != nil {
+		j.cmds, plan = p.commands(batch, j.cmds[:0], plan)
+		j.commits, j.records = lastPerPartition(batch), len(batch)
+		select {
+		case jobs <- j:
+		case err := <-written:
+			return err
+		}
+	}
+}
+
+// writer writes and commits the jobs until ctx ends (nil then) or a
+// pipeline or commit fails, handing each job's command buffer back on free.
+func (p *Peer) writer(ctx context.Context, r *kafka.Reader, jobs <-chan job, free chan<- []Cmd) error {
+	for {
+		var j job
+		select {
+		case j = <-jobs:
+		case <-ctx.Done():
+			return nil
+		}
+		if err := p.write(ctx, j.cmds); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if err := r.CommitMessages(ctx, j.commits...); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("peer: commit: %w", err)
 		}
-		p.metrics.batch(len(batch))
+		p.metrics.batch(j.records)
+		free <- j.cmds
 	}
 }
 
-// pump fetches records into out until ctx ends or a fetch fails.
+// errFetch is gather's error once the pump has stopped on a failed fetch.
+var errFetch = errors.New("peer: the fetch stopped")
+
+// pump fetches records into out until ctx ends or a fetch fails, then
+// closes out.
 func pump(ctx context.Context, r *kafka.Reader, out chan<- kafka.Message) error {
+	defer close(out)
 	for {
 		m, err := r.FetchMessage(ctx)
 		if err != nil {
@@ -132,9 +191,15 @@ func pump(ctx context.Context, r *kafka.Reader, out chan<- kafka.Message) error 
 // for a whole maxWait, or 20 x maxWait have passed. Behind the log, batches
 // are full: the reader's queue fills while the previous batch is written.
 func gather(ctx context.Context, in <-chan kafka.Message, batch []kafka.Message, maxEvents int, maxWait time.Duration) ([]kafka.Message, error) {
-	var m kafka.Message
+	var (
+		m  kafka.Message
+		ok bool
+	)
 	select {
-	case m = <-in:
+	case m, ok = <-in:
+		if !ok {
+			return batch, errFetch
+		}
 	case <-ctx.Done():
 		return batch, ctx.Err()
 	}
@@ -145,7 +210,10 @@ func gather(ctx context.Context, in <-chan kafka.Message, batch []kafka.Message,
 	defer timer.Stop()
 	for len(batch) < maxEvents {
 		select {
-		case m = <-in:
+		case m, ok = <-in:
+			if !ok {
+				return batch, errFetch
+			}
 			batch = append(batch, m)
 			behind = m.HighWaterMark-m.Offset-1 >= int64(max(maxEvents/4, 1))
 			quiet = false
