@@ -66,6 +66,7 @@ func newToken() string {
 
 // handover hands the rebuilt projections back to the consumers with them
 // paused between batches, and returns how long they were paused:
+//  0. (consumers running) a sync token that every live consumer acknowledges;
 //  1. status paused with a fresh token; once every live consumer
 //     acknowledged it, no batch of theirs is in flight;
 //  2. W = the consumers' watermarks: the records up to W that the chase has
@@ -80,6 +81,15 @@ func newToken() string {
 //
 // From then on the consumers write the projections for every record after W.
 func (r *rebuildRun) handover(ctx context.Context) (time.Duration, error) {
+	// Wait (with the consumers running) until the entries of consumers that
+	// died are ignored, so that the pause waits only for live ones.
+	sync := newToken()
+	if err := r.rdb.HSet(ctx, r.keys.Meta(), apply.SyncField, sync).Err(); err != nil {
+		return 0, fmt.Errorf("set the sync token: %w", err)
+	}
+	if err := waitAcks(ctx, r.rdb, r.cfg.Redis.KeyPrefix, sync); err != nil {
+		return 0, err
+	}
 	token := newToken()
 	got, err := pauseScript.Run(ctx, r.rdb, []string{r.keys.Meta()}, token, strings.Join(r.names, ",")).Text()
 	if err != nil {
