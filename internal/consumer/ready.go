@@ -134,9 +134,10 @@ func (c *Consumer) publish(ctx context.Context) {
 }
 
 // watchMeta checks px:meta:{g} every 3 seconds, so an idle consumer reports
-// data loss too, and a replayer's token every 500 ms, so its pause is short.
+// data loss too, and a replayer's token every 100 ms (one HMGET), so that
+// its pause is short.
 func (c *Consumer) watchMeta(ctx context.Context) {
-	t := time.NewTicker(500 * time.Millisecond)
+	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for tick := 1; ; tick++ {
 		select {
@@ -144,7 +145,7 @@ func (c *Consumer) watchMeta(ctx context.Context) {
 			return
 		case <-t.C:
 			acked := c.ackPause(ctx)
-			if tick%6 != 0 {
+			if tick%30 != 0 {
 				continue
 			}
 			if _, err := c.checkMeta(ctx); err != nil && ctx.Err() == nil {

@@ -109,6 +109,7 @@ func (r *rebuildRun) handover(ctx context.Context) (time.Duration, error) {
 	if err := waitAcks(ctx, r.rdb, r.cfg.Redis.KeyPrefix, token); err != nil {
 		return 0, err
 	}
+	r.log.Info("handover: every consumer acknowledged the pause", zap.Duration("after", time.Since(paused)))
 	for {
 		wms, err := r.rdb.HGetAll(ctx, r.keys.Watermarks()).Result()
 		if err != nil {
@@ -128,6 +129,8 @@ func (r *rebuildRun) handover(ctx context.Context) (time.Duration, error) {
 		if err := r.replay(ctx, marked, apply.RebuildMarked); err != nil {
 			return 0, err
 		}
+		r.log.Info("handover: replayed up to the consumers' watermarks and the marked records after them",
+			zap.Int64("records", last.total()), zap.Int64("after_watermarks_read", marked.total()), zap.Duration("after", time.Since(paused)))
 		args := []any{token, r.lease.token, len(wms)}
 		for f, v := range wms {
 			args = append(args, f, v)
@@ -205,7 +208,7 @@ func waitAcks(ctx context.Context, rdb redis.UniversalClient, prefix, token stri
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(25 * time.Millisecond): // the pause lasts at least this long
 		}
 	}
 }

@@ -88,6 +88,10 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 		fmt.Fprintf(opts.Progress, "dry run: would "+how, patterns(cfg.Redis.KeyPrefix, names), plan.String())
 		return sum, nil
 	}
+	if meta[apply.RebuildField] != "" && rdb.Exists(ctx, keys.Lease()).Val() > 0 {
+		fmt.Fprintf(opts.Progress, "a rebuild of %s is pending: waiting up to %v for the lease %s of the replayer that ran it\n",
+			meta[apply.RebuildField], rebuildLeaseTTL, keys.Lease())
+	}
 	l, err := waitLease(ctx, rdb, keys.Lease(), rebuildLeaseTTL)
 	if err != nil {
 		return sum, err
