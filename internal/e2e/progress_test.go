@@ -14,8 +14,8 @@ import (
 	"projector/internal/gen"
 )
 
-// trickle produces records slowly (10 every 100 ms) until finish is called,
-// then the rest at once: production goes on during a whole rebuild.
+// trickle produces records slowly (chunk every 100 ms) until finish is
+// called, then the rest at once: production goes on during a whole rebuild.
 type trickle struct {
 	produced atomic.Int64
 	ranOut   atomic.Bool // every record was produced before finish
@@ -23,13 +23,13 @@ type trickle struct {
 	done     chan error
 }
 
-func startTrickle(brokers []string, recs []gen.Record) *trickle {
+func startTrickle(brokers []string, recs []gen.Record, chunk int) *trickle {
 	tr := &trickle{stopCh: make(chan struct{}), done: make(chan error, 1)}
 	go func() {
 		w := &kafka.Writer{Addr: kafka.TCP(brokers...), Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond,
 			BatchSize: 1000, RequiredAcks: kafka.RequireAll, MaxAttempts: 20}
 		defer w.Close()
-		chunk, pause := 10, 100*time.Millisecond
+		pause := 100 * time.Millisecond
 		for i := 0; i < len(recs); i += chunk {
 			select {
 			case <-tr.stopCh:

@@ -54,11 +54,12 @@ func withEnv(env []string, more ...string) []string {
 	return append(env[:len(env):len(env)], more...)
 }
 
-// rebuildSetup runs the first 40% of the log through a consumer without
-// trending, bestsellers, last_viewed and stats, starts a consumer with every projection
-// on (batches of 50), produces the next 40% at once and starts trickling the
-// rest (see trickle). It returns the log, the trickle and the consumer.
-func rebuildSetup(t *testing.T, brokers []string, env []string, start time.Time) ([]gen.Record, *trickle, *proc) {
+// rebuildSetup runs the first 40% of the log through a consumer without the
+// projections off, starts a consumer with every projection on (batches of
+// 50), produces the next 30% at once and starts trickling the rest, chunk
+// records every 100 ms (see trickle). It returns the log, the trickle and
+// the consumer.
+func rebuildSetup(t *testing.T, brokers []string, env []string, start time.Time, off []string, chunk int) ([]gen.Record, *trickle, *proc) {
 	ctx := context.Background()
 	gc := gen.DefaultConfig()
 	gc.Seed = testSeed(t)
@@ -67,8 +68,11 @@ func rebuildSetup(t *testing.T, brokers []string, env []string, start time.Time)
 	a, b := len(log)*4/10, len(log)*7/10
 	done := make(chan error, 1)
 	go produce(ctx, brokers, log[:a], 200, 100*time.Millisecond, done)
-	old := startConsumer(t, withEnv(env, "PROJECTOR_PROJECTIONS_TRENDING_ENABLED=false", "PROJECTOR_PROJECTIONS_BESTSELLERS_ENABLED=false",
-		"PROJECTOR_PROJECTIONS_LAST_VIEWED_ENABLED=false", "PROJECTOR_PROJECTIONS_STATS_ENABLED=false"))
+	var disable []string
+	for _, p := range off {
+		disable = append(disable, "PROJECTOR_PROJECTIONS_"+strings.ToUpper(p)+"_ENABLED=false")
+	}
+	old := startConsumer(t, withEnv(env, disable...))
 	waitGroupMembers(t, brokers, "projector", 1)
 	time.Sleep(2 * time.Second)
 	old.term(t)
@@ -82,7 +86,7 @@ func rebuildSetup(t *testing.T, brokers []string, env []string, start time.Time)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	return log, startTrickle(brokers, log[b:]), c
+	return log, startTrickle(brokers, log[b:], chunk), c
 }
 
 func runRebuild(t *testing.T, rdb redis.UniversalClient, addrs []string, mode string) {
@@ -91,7 +95,7 @@ func runRebuild(t *testing.T, rdb redis.UniversalClient, addrs []string, mode st
 	brokers := startKafka(t, 3, topics, "shop.dlq")
 	start := time.Now()
 	env := rebuildEnv(brokers, addrs, mode)
-	log, tr, _ := rebuildSetup(t, brokers, env, start)
+	log, tr, _ := rebuildSetup(t, brokers, env, start, []string{"trending", "bestsellers", "last_viewed", "stats"}, 10)
 	time.Sleep(3500 * time.Millisecond) // the consumer publishes its settings every 3 s
 	for _, refused := range []struct {
 		args []string

@@ -29,7 +29,9 @@ func TestRebuildResumed(t *testing.T) {
 	brokers := startApacheKafka(t, 3, topics, "shop.dlq")
 	start := time.Now()
 	env := rebuildEnv(brokers, []string{srv.Addr()}, "standalone")
-	log, tr, consumer := rebuildSetup(t, brokers, env, start)
+	// the rerun waits for the killed replayer's lease (10 s) and for the
+	// killed consumer's entry in px:cfg:{g} to expire (30 s): trickle slowly
+	log, tr, consumer := rebuildSetup(t, brokers, env, start, []string{"last_viewed", "stats"}, 4)
 	time.Sleep(3500 * time.Millisecond) // the consumer publishes its settings every 3 s
 
 	args := []string{"--projections", "last_viewed,stats", "--wipe", "--yes", "--batch", "50"}
