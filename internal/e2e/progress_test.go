@@ -71,7 +71,8 @@ func (tr *trickle) wait() error { return <-tr.done }
 
 // progressWatch samples, every 500 ms, the sum of the group's committed
 // offsets and the sum of the product_views scores, and records a failure
-// when either stands still for more than stallLimit while records are produced.
+// when either stands still for more than stallLimit while records are
+// produced, or when a consumer's /readyz answers anything but 200.
 type progressWatch struct {
 	mu       sync.Mutex
 	failures []string
@@ -83,7 +84,7 @@ type progressWatch struct {
 // stallLimit is how long the consumers' progress may stand still while records are produced.
 const stallLimit = 5 * time.Second
 
-func watchProgress(brokers, topics []string, rdb redis.UniversalClient, start time.Time, tr *trickle) *progressWatch {
+func watchProgress(brokers, topics []string, rdb redis.UniversalClient, start time.Time, tr *trickle, readyURL string) *progressWatch {
 	w := &progressWatch{quit: make(chan struct{}), done: make(chan struct{})}
 	var days []string
 	for d := start.Add(-37 * time.Hour).UTC().Truncate(24 * time.Hour); !d.After(start.Add(24 * time.Hour)); d = d.Add(24 * time.Hour) {
@@ -110,6 +111,9 @@ func watchProgress(brokers, topics []string, rdb redis.UniversalClient, start ti
 			if err1 != nil || err2 != nil {
 				w.fail(fmt.Sprintf("sample progress: %v %v", err1, err2))
 				continue
+			}
+			if code, body := get(readyURL); code != 200 {
+				w.fail(fmt.Sprintf("the consumer's /readyz answered %d %s", code, body))
 			}
 			now, produced := time.Now(), tr.produced.Load()
 			for i, v := range [2]float64{float64(committed), views} {

@@ -20,7 +20,8 @@ import (
 // trending,bestsellers (hold) from the log while a consumer keeps
 // running and production goes on. A sampler fails the test if the group's
 // committed offsets or product_views (not rebuilt) stand still for more than
-// 5 s while records are produced, during the rebuilds and 6 s after them. The end state equals the model with every
+// 5 s while records are produced, or the consumer's /readyz answers
+// anything but 200, during the rebuilds and 6 s after them. The end state equals the model with every
 // projection on: no gap, no double count.
 func TestRebuildWhileRunning(t *testing.T) {
 	forFlavors(t, func(t *testing.T, fl testredis.Flavor) {
@@ -56,10 +57,10 @@ func withEnv(env []string, more ...string) []string {
 
 // rebuildSetup runs the first 40% of the log through a consumer without the
 // projections off, starts a consumer with every projection on (batches of
-// 50), produces the next 30% at once and starts trickling the rest, chunk
+// 50, serving HTTP on httpAddr), produces the next 30% at once and starts trickling the rest, chunk
 // records every 100 ms (see trickle). It returns the log, the trickle and
 // the consumer.
-func rebuildSetup(t *testing.T, brokers []string, env []string, start time.Time, off []string, chunk int) ([]gen.Record, *trickle, *proc) {
+func rebuildSetup(t *testing.T, brokers []string, env []string, start time.Time, off []string, chunk int, httpAddr string) ([]gen.Record, *trickle, *proc) {
 	ctx := context.Background()
 	gc := gen.DefaultConfig()
 	gc.Seed = testSeed(t)
@@ -80,7 +81,7 @@ func rebuildSetup(t *testing.T, brokers []string, env []string, start time.Time,
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	c := startConsumer(t, withEnv(env, "PROJECTOR_BATCH_MAX_EVENTS=50"))
+	c := startConsumer(t, withEnv(env, "PROJECTOR_BATCH_MAX_EVENTS=50", "PROJECTOR_HTTP_ADDR="+httpAddr))
 	waitGroupMembers(t, brokers, "projector", 1)
 	produce(ctx, brokers, log[a:b], 1000, 0, done)
 	if err := <-done; err != nil {
@@ -95,7 +96,8 @@ func runRebuild(t *testing.T, rdb redis.UniversalClient, addrs []string, mode st
 	brokers := startKafka(t, 3, topics, "shop.dlq")
 	start := time.Now()
 	env := rebuildEnv(brokers, addrs, mode)
-	log, tr, _ := rebuildSetup(t, brokers, env, start, []string{"trending", "bestsellers", "last_viewed", "stats"}, 10)
+	httpAddr := freeAddr(t)
+	log, tr, _ := rebuildSetup(t, brokers, env, start, []string{"trending", "bestsellers", "last_viewed", "stats"}, 10, httpAddr)
 	time.Sleep(3500 * time.Millisecond) // the consumer publishes its settings every 3 s
 	for _, refused := range []struct {
 		args []string
@@ -115,7 +117,7 @@ func runRebuild(t *testing.T, rdb redis.UniversalClient, addrs []string, mode st
 			t.Errorf("replayer %v %s: err %v, want a refusal naming %q; output %s", refused.args, refused.env, err, refused.why, out)
 		}
 	}
-	watch := watchProgress(brokers, topics, rdb, start, tr)
+	watch := watchProgress(brokers, topics, rdb, start, tr, "http://"+httpAddr+"/readyz")
 	for _, names := range []string{"last_viewed,stats", "trending,bestsellers"} {
 		rp := exec.Command(replayerBin, "--projections", names, "--wipe", "--yes")
 		rp.Env = cleanEnv(env)

@@ -31,7 +31,7 @@ func TestRebuildResumed(t *testing.T) {
 	env := rebuildEnv(brokers, []string{srv.Addr()}, "standalone")
 	// the rerun waits for the killed replayer's lease (10 s) and for the
 	// killed consumer's entry in px:cfg:{g} to expire (30 s): trickle slowly
-	log, tr, consumer := rebuildSetup(t, brokers, env, start, []string{"last_viewed", "stats"}, 4)
+	log, tr, consumer := rebuildSetup(t, brokers, env, start, []string{"last_viewed", "stats"}, 4, freeAddr(t))
 	time.Sleep(3500 * time.Millisecond) // the consumer publishes its settings every 3 s
 
 	args := []string{"--projections", "last_viewed,stats", "--wipe", "--yes", "--batch", "50"}
