@@ -27,13 +27,15 @@ func (p *pausing) acked() string {
 
 // ackPause acknowledges a pause or sync token that was not acknowledged
 // yet, and publishes the acknowledgement at once. It reports whether it published.
+// The token is read first: the batch in flight, if any, may have been
+// planned before it was set, so the acknowledgement waits for its end.
 func (c *Consumer) ackPause(ctx context.Context) bool {
-	c.pause.applying.Lock()
-	defer c.pause.applying.Unlock()
 	tok, err := c.meta.PauseToken(ctx)
 	if err != nil || tok == "" || tok == c.pause.acked() {
 		return false
 	}
+	c.pause.applying.Lock()
+	defer c.pause.applying.Unlock()
 	c.pause.mu.Lock()
 	c.pause.token = tok
 	c.pause.mu.Unlock()

@@ -139,15 +139,17 @@ func (c *Consumer) publish(ctx context.Context) {
 func (c *Consumer) watchMeta(ctx context.Context) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
-	for tick := 1; ; tick++ {
+	last := time.Now()
+	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 			acked := c.ackPause(ctx)
-			if tick%30 != 0 {
+			if time.Since(last) < 3*time.Second {
 				continue
 			}
+			last = time.Now()
 			if _, err := c.checkMeta(ctx); err != nil && ctx.Err() == nil {
 				c.log.Debug("check projections meta", zap.Error(err))
 			}
