@@ -66,7 +66,8 @@ func newToken() string {
 
 // handover hands the rebuilt projections back to the consumers with them
 // paused between batches, and returns how long they were paused:
-//  0. (consumers running) a sync token that every live consumer acknowledges;
+//  0. (consumers running) a sync token that every live consumer acknowledges
+//     (and the chase again when that took long);
 //  1. status paused with a fresh token; once every live consumer
 //     acknowledged it, no batch of theirs is in flight;
 //  2. W = the consumers' watermarks: the records up to W that the chase has
@@ -83,12 +84,17 @@ func newToken() string {
 func (r *rebuildRun) handover(ctx context.Context) (time.Duration, error) {
 	// Wait (with the consumers running) until the entries of consumers that
 	// died are ignored, so that the pause waits only for live ones.
-	sync := newToken()
+	sync, since := newToken(), time.Now()
 	if err := r.rdb.HSet(ctx, r.keys.Meta(), apply.SyncField, sync).Err(); err != nil {
 		return 0, fmt.Errorf("set the sync token: %w", err)
 	}
 	if err := waitAcks(ctx, r.rdb, r.cfg.Redis.KeyPrefix, sync); err != nil {
 		return 0, err
+	}
+	if time.Since(since) > time.Second { // (a dead consumer's entry) catch up again first
+		if err := r.chase(ctx); err != nil {
+			return 0, err
+		}
 	}
 	token := newToken()
 	got, err := pauseScript.Run(ctx, r.rdb, []string{r.keys.Meta()}, token, strings.Join(r.names, ",")).Text()
