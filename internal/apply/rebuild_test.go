@@ -23,6 +23,15 @@ func rebuilder(t *testing.T, rdb redis.UniversalClient, mode RebuildMode, tag st
 	return NewRebuilder(rdb, p, testOptions(), Selection{Only: map[string]bool{"stats": true}, WatermarkKey: "px:rwm:{g}", Tag: tag}, mode)
 }
 
+// consumerFixture is a fresh server and a consumer's applier on it, an
+// event time an hour before testNow and its day.
+func consumerFixture(t *testing.T) (context.Context, *redis.Client, *Applier, time.Time, string) {
+	t.Helper()
+	rdb := testredis.StartStandalone(t).Client()
+	ts := testNow.Add(-time.Hour)
+	return context.Background(), rdb, newTestApplier(t, rdb, projections.Defaults()), ts, ts.Format("2006-01-02")
+}
+
 // TestRebuildModes: the consumers applied some batches (one only in part),
 // stats were wiped, and a replayer rebuilds them: complete batches record by
 // record by their markers (a tagged marker is set where one expired), later
@@ -30,12 +39,7 @@ func rebuilder(t *testing.T, rdb redis.UniversalClient, mode RebuildMode, tag st
 // part. A batch applied again (a resumed rebuild) writes no user write
 // twice; a later rebuild (another tag) takes the tagged marker as applied.
 func TestRebuildModes(t *testing.T) {
-	srv := testredis.StartStandalone(t)
-	ctx := context.Background()
-	rdb := srv.Client()
-	a := newTestApplier(t, rdb, projections.Defaults())
-	ts := testNow.Add(-time.Hour)
-	day := ts.Format("2006-01-02")
+	ctx, rdb, a, ts, day := consumerFixture(t)
 	e1 := view("e1", "u1", "p1", ts)
 	e7 := view("e7", "u5", "p1", ts)
 	recs, ranges := batchAt(0, e1, view("e2", "u1", "p2", ts), e1, e7)
@@ -130,12 +134,7 @@ func TestRebuildModes(t *testing.T) {
 // TestHoldLeavesUserWritesOut: a consumer leaves a held projection's user
 // writes out, and a pause stops it only while the replayer's lease stands.
 func TestHoldLeavesUserWritesOut(t *testing.T) {
-	srv := testredis.StartStandalone(t)
-	ctx := context.Background()
-	rdb := srv.Client()
-	a := newTestApplier(t, rdb, projections.Defaults())
-	ts := testNow.Add(-time.Hour)
-	day := ts.Format("2006-01-02")
+	ctx, rdb, a, ts, day := consumerFixture(t)
 	rdb.HSet(ctx, "px:meta:{g}", HoldField("last_viewed"), HoldAll)
 	recs, ranges := batchAt(0, view("e1", "u1", "p1", ts))
 	if _, err := a.Apply(ctx, recs, ranges); err != nil {
