@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"projector/internal/records"
 )
 
 // LeaseTTL is how long the lease of a replayer that died keeps a rerun out;
@@ -77,5 +79,22 @@ func (l *lease) release(ctx context.Context) {
 	err := releaseScript.Run(ctx, l.rdb, []string{l.key}, l.token).Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		_ = err // the lease expires on its own
+	}
+}
+
+// waitLease takes the lease of a rebuild, waiting up to its ttl (and a
+// little more) for the lease of a replayer that died to expire.
+func waitLease(ctx context.Context, rdb redis.UniversalClient, key string, ttl time.Duration) (*lease, error) {
+	deadline := time.Now().Add(ttl + 2*time.Second)
+	for {
+		l, err := acquireLease(ctx, rdb, key, records.ProcessName(), ttl)
+		if err == nil || time.Now().After(deadline) {
+			return l, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 }

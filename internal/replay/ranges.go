@@ -233,10 +233,13 @@ func runLane(ctx context.Context, conn *kafkaconn.Conn, cfg config.Config, lane 
 	return context.Cause(ctx)
 }
 
-// readSpan sends the records of one span to out, in offset order.
+// readSpan sends the records of one span to out, in offset order. The
+// reader's fetches wait at most 20 ms for records at the end of the
+// partition: closing it waits for the fetch in flight, and a handover's
+// pause includes that wait (250 ms made it 0.45 s instead of 0.13 s).
 func readSpan(ctx context.Context, conn *kafkaconn.Conn, kc config.KafkaConfig, s span, out chan<- kafka.Message) error {
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: kc.Brokers, Dialer: conn.Dialer(), Topic: s.Topic, Partition: s.Partition,
-		MinBytes: 1, MaxBytes: records.MaxBytes(kc.MaxRecordBytes), MaxWait: 250 * time.Millisecond, QueueCapacity: 1000})
+		MinBytes: 1, MaxBytes: records.MaxBytes(kc.MaxRecordBytes), MaxWait: 20 * time.Millisecond, QueueCapacity: 1000})
 	defer r.Close()
 	if err := r.SetOffset(s.First); err != nil {
 		return fmt.Errorf("seek %s/%d to %d: %w", s.Topic, s.Partition, s.First, err)

@@ -39,7 +39,7 @@ type Options struct {
 	DryRun bool
 	// BatchSize is the number of records applied per batch (0: FullBatch
 	// after a data loss, when the consumers wait anyway; RebuildBatch for a
-	// rebuild of some projections, which pauses the consumers per batch).
+	// rebuild of some projections next to running consumers).
 	BatchSize int
 	// Parallel is the number of lanes of partitions whose batches are applied
 	// concurrently after a data loss (0: DefaultParallel).
@@ -94,7 +94,8 @@ func (s Summary) String() string {
 
 // Default batch sizes. A full replay's batch holds more events per user (fewer
 // script calls and commands per event: 50,000 replays about 1.35x as fast as
-// 10,000, BENCHMARKS.md); a rebuild keeps the consumers' pauses short.
+// 10,000, BENCHMARKS.md); a rebuild next to running consumers keeps each
+// batch's global script call short, since live batches wait behind it.
 const (
 	FullBatch    = 50_000
 	RebuildBatch = 10_000
