@@ -208,6 +208,6 @@ func (r *rebuildRun) replay(ctx context.Context, plan ranges, mode apply.Rebuild
 	if err := a.LoadScript(ctx); err != nil {
 		return err
 	}
-	r.prog.total += plan.total()
+	r.prog.grow(plan.total())
 	return readAndApply(ctx, r.cfg, plan, batchOr(r.opts.BatchSize, RebuildBatch), a, r.sum, r.prog)
 }

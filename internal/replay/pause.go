@@ -166,7 +166,7 @@ func (r *rebuildRun) metaFields() []string {
 	for _, n := range r.names {
 		fields = append(fields, apply.HoldField(n))
 	}
-	return fields
+	return append(fields, progressFields...)
 }
 
 // afterWatermarks returns, per partition, the records after its consumer

@@ -63,6 +63,13 @@ func (p *progress) resumeAt(done int64) *progress {
 	return p
 }
 
+// grow adds n records to the total (a rebuild's chase learns it round by round).
+func (p *progress) grow(n int64) {
+	p.mu.Lock()
+	p.total += n
+	p.mu.Unlock()
+}
+
 // publishTo makes the progress also go to the meta hash key through rdb
 // (written with ctx), starting now.
 func (p *progress) publishTo(ctx context.Context, rdb redis.UniversalClient, key string) *progress {

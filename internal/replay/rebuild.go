@@ -104,7 +104,7 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 	}
 	if chase {
 		r := &rebuildRun{cfg: cfg, opts: opts, rdb: rdb, keys: keys, names: names, lease: l, planner: planner, sel: sel,
-			sum: &sum, prog: newProgress(opts.Progress, opts.Terminal, 0), log: log}
+			sum: &sum, prog: newProgress(opts.Progress, opts.Terminal, 0).publishTo(ctx, rdb, keys.Meta()), log: log}
 		err := chaseRebuild(ctx, r)
 		if err != nil {
 			log.Error("rebuild interrupted: the consumers go on without the projections; run the same command again to resume it",
@@ -134,7 +134,7 @@ func holdRebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis
 	for _, n := range names {
 		holdFields = append(holdFields, apply.HoldField(n))
 	}
-	holdFields = append(holdFields, apply.RebuildField)
+	holdFields = append(append(holdFields, apply.RebuildField), progressFields...)
 	if err := rdb.HSet(ctx, keys.Meta(), apply.RebuildField, strings.Join(names, ",")).Err(); err != nil {
 		return fmt.Errorf("mark %v rebuilding: %w", names, err)
 	}
@@ -171,7 +171,7 @@ func holdRebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis
 	if err := applier.LoadScript(ctx); err != nil {
 		return err
 	}
-	prog := newProgress(opts.Progress, opts.Terminal, plan.total())
+	prog := newProgress(opts.Progress, opts.Terminal, plan.total()).publishTo(ctx, rdb, keys.Meta())
 	if err := readAndApply(ctx, cfg, plan, batchOr(opts.BatchSize, RebuildBatch), applier, sum, prog); err != nil {
 		return err
 	}
