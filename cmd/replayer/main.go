@@ -36,6 +36,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	to := fs.String("to", "committed", "replay up to the group's committed offsets, or to the 'latest' offsets (then committed for the group)")
 	partial := fs.Bool("allow-partial", false, "rebuild even though Kafka no longer holds the beginning of the log")
 	batch := fs.Int("batch", 0, "records applied per batch (default 50000 for a replay after data loss, 10000 with --projections)")
+	maxRate := fs.Int("max-rate", 0, "replay at most this many records per second (0: no limit), leaving Redis room for the running consumers; never limits a rebuild's handover")
 	parallel := fs.Int("parallel", replay.DefaultParallel, "lanes of partitions whose batches a replay after data loss applies concurrently")
 	cfg, log, code := app.Setup(fs, args, environ, stderr)
 	if log == nil {
@@ -49,6 +50,10 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "config: --parallel: must be at least 1 (got %d)\n", *parallel)
 		return 2
 	}
+	if *maxRate < 0 {
+		fmt.Fprintf(stderr, "config: --max-rate: must be 0 (no limit) or more (got %d)\n", *maxRate)
+		return 2
+	}
 	if *wipe && !*yes && !*dry {
 		fmt.Fprintln(stderr, "config: --wipe: deletes keys; confirm with --yes")
 		return 2
@@ -59,7 +64,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	}
 	defer func() { _ = log.Sync() }()
 	sum, err := replay.Run(ctx, cfg, replay.Options{Projections: *projs, ToLatest: *to == "latest", AllowPartial: *partial, Wipe: *wipe,
-		DryRun: *dry, BatchSize: *batch, Parallel: *parallel, Progress: os.Stdout, Terminal: obs.IsTerminal(os.Stdout)}, log)
+		DryRun: *dry, BatchSize: *batch, MaxRate: *maxRate, Parallel: *parallel, Progress: os.Stdout, Terminal: obs.IsTerminal(os.Stdout)}, log)
 	if app.ExitRefused(log, err) {
 		return 2
 	}

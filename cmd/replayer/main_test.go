@@ -17,6 +17,7 @@ func TestBadInvocationExitsTwo(t *testing.T) {
 		{args: []string{"--to", "soon"}, env: brokers, key: "--to"},
 		{args: []string{"--wipe"}, env: brokers, key: "--wipe"},
 		{args: []string{"--parallel", "0"}, env: brokers, key: "--parallel"},
+		{args: []string{"--max-rate", "-5"}, env: brokers, key: "--max-rate"},
 		{env: nil, key: "kafka.brokers"}, // embedded mode makes no sense for a replay
 		{env: append(brokers, "PROJECTOR_TIME_ZONE=Nowhere/Land"), key: "time_zone"},
 	}

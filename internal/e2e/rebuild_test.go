@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -118,12 +119,24 @@ func runRebuild(t *testing.T, rdb redis.UniversalClient, addrs []string, mode st
 		}
 	}
 	watch := watchProgress(brokers, topics, rdb, start, tr, "http://"+httpAddr+"/readyz")
+	// the per-user rebuild replays at most a tenth of the log per second, so
+	// that it lasts longer than stallLimit: consumers paused for the whole
+	// replay would stand still long enough for the sampler to fail the test
+	rate := len(log) / 10
 	for _, names := range []string{"last_viewed,stats", "trending,bestsellers"} {
-		rp := exec.Command(replayerBin, "--projections", names, "--wipe", "--yes")
+		args := []string{"--projections", names, "--wipe", "--yes"}
+		if names == "last_viewed,stats" {
+			args = append(args, "--max-rate", strconv.Itoa(rate))
+		}
+		rp := exec.Command(replayerBin, args...)
 		rp.Env = cleanEnv(env)
+		began := time.Now()
 		out, err := rp.CombinedOutput()
 		if err != nil {
 			t.Fatalf("replayer --projections %s: %v\n%s", names, err, out)
+		}
+		if took := time.Since(began); names == "last_viewed,stats" && took < stallLimit {
+			t.Errorf("replayer --projections %s took %v, less than the sampler's stall limit %v: the sampler would not see consumers paused for the whole replay", names, took, stallLimit)
 		}
 		t.Logf("replayer --projections %s: %s", names, tail(string(out), 300))
 		if names == "last_viewed,stats" && !strings.Contains(string(out), "handover: consumers paused for") {

@@ -64,6 +64,7 @@ type rebuildRun struct {
 	sum     *Summary
 	prog    *progress
 	log     *zap.Logger
+	pace    *pacer // --max-rate, for the chase (never the handover)
 }
 
 // chaseRebuild rebuilds the named projections while the consumers keep
@@ -163,7 +164,7 @@ func (r *rebuildRun) chase(ctx context.Context) error {
 			return err
 		}
 		start := time.Now()
-		if err := r.replay(ctx, plan, apply.RebuildAll); err != nil {
+		if err := r.replay(ctx, plan, apply.RebuildAll, withPace(r.pace)); err != nil {
 			return err
 		}
 		r.log.Info("chase round", zap.Int("round", round), zap.Int64("records", plan.total()), zap.Duration("took", time.Since(start)))
@@ -200,7 +201,7 @@ func (r *rebuildRun) pending(ctx context.Context, wms map[string]string) (ranges
 }
 
 // replay applies the records of plan with a Rebuilder in mode.
-func (r *rebuildRun) replay(ctx context.Context, plan ranges, mode apply.RebuildMode) error {
+func (r *rebuildRun) replay(ctx context.Context, plan ranges, mode apply.RebuildMode, opts ...readOption) error {
 	if plan.total() == 0 {
 		return nil
 	}
@@ -209,5 +210,5 @@ func (r *rebuildRun) replay(ctx context.Context, plan ranges, mode apply.Rebuild
 		return err
 	}
 	r.prog.grow(plan.total())
-	return readAndApply(ctx, r.cfg, plan, batchOr(r.opts.BatchSize, RebuildBatch), a, r.sum, r.prog)
+	return readAndApply(ctx, r.cfg, plan, batchOr(r.opts.BatchSize, RebuildBatch), a, r.sum, r.prog, opts...)
 }

@@ -123,11 +123,17 @@ type batchApplier interface {
 // readOption is an optional setting of readAndApply.
 type readOption func(*readSettings)
 
-type readSettings struct{ workers int }
+type readSettings struct {
+	workers int
+	pace    *pacer
+}
 
 // withWorkers makes readAndApply apply the batches of n lanes of partitions
 // concurrently (n < 2: one lane, the default).
 func withWorkers(n int) readOption { return func(s *readSettings) { s.workers = n } }
+
+// withPace makes readAndApply apply its batches at the pace of p (nil: no limit).
+func withPace(p *pacer) readOption { return func(s *readSettings) { s.pace = p } }
 
 // readAndApply reads every span at once (one reader per partition) and
 // applies the records in batches of up to batch records. The partitions are
@@ -154,7 +160,7 @@ func readAndApply(ctx context.Context, cfg config.Config, plan ranges, batch int
 		go func() {
 			defer lanes.Done()
 			own := Summary{ByType: map[string]int64{}}
-			err := runLane(ctx, conn, cfg, l, batch, a, &own, prog)
+			err := runLane(ctx, conn, cfg, l, batch, a, &own, prog, rs.pace)
 			mu.Lock()
 			sum.add(own)
 			mu.Unlock()
@@ -207,7 +213,7 @@ func splitLanes(plan ranges, n int) []ranges {
 // runLane reads the lane's spans (one reader per partition) and applies
 // their records in batches, one batch at a time, reading the next one while
 // the previous one is applied.
-func runLane(ctx context.Context, conn *kafkaconn.Conn, cfg config.Config, lane ranges, batch int, a batchApplier, sum *Summary, prog *progress) error {
+func runLane(ctx context.Context, conn *kafkaconn.Conn, cfg config.Config, lane ranges, batch int, a batchApplier, sum *Summary, prog *progress, pace *pacer) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	records := make(chan kafka.Message, 8192)
@@ -223,8 +229,12 @@ func runLane(ctx context.Context, conn *kafkaconn.Conn, cfg config.Config, lane 
 	}
 	go func() { readers.Wait(); close(records) }()
 	batches := make(chan []kafka.Message, 1)
-	go gather(ctx, records, batch, batches)
+	go gather(ctx, records, pacedBatch(batch, int(pace.limit())), batches)
 	for msgs := range batches {
+		if err := pace.wait(ctx, len(msgs)); err != nil {
+			cancel(err)
+			break
+		}
 		if err := applyBatch(ctx, msgs, cfg.Kafka.MaxRecordBytes, a, sum, prog); err != nil {
 			cancel(err)
 			break

@@ -104,7 +104,8 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 	}
 	if chase {
 		r := &rebuildRun{cfg: cfg, opts: opts, rdb: rdb, keys: keys, names: names, lease: l, planner: planner, sel: sel,
-			sum: &sum, prog: newProgress(opts.Progress, opts.Terminal, 0).publishTo(ctx, rdb, keys.Meta()), log: log}
+			sum: &sum, prog: newProgress(opts.Progress, opts.Terminal, 0).publishTo(ctx, rdb, keys.Meta()), log: log,
+			pace: newPacer(opts.MaxRate, time.Now)}
 		err := chaseRebuild(ctx, r)
 		if err != nil {
 			log.Error("rebuild interrupted: the consumers go on without the projections; run the same command again to resume it",
@@ -172,7 +173,7 @@ func holdRebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis
 		return err
 	}
 	prog := newProgress(opts.Progress, opts.Terminal, plan.total()).publishTo(ctx, rdb, keys.Meta())
-	if err := readAndApply(ctx, cfg, plan, batchOr(opts.BatchSize, RebuildBatch), applier, sum, prog); err != nil {
+	if err := readAndApply(ctx, cfg, plan, batchOr(opts.BatchSize, RebuildBatch), applier, sum, prog, withPace(newPacer(opts.MaxRate, time.Now))); err != nil {
 		return err
 	}
 	args := []any{len(upTo)}

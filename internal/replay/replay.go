@@ -41,6 +41,9 @@ type Options struct {
 	// after a data loss, when the consumers wait anyway; RebuildBatch for a
 	// rebuild of some projections next to running consumers).
 	BatchSize int
+	// MaxRate limits the replay to that many records per second (0: no
+	// limit); the handover of a rebuild is never limited, to keep its pause short.
+	MaxRate int
 	// Parallel is the number of lanes of partitions whose batches are applied
 	// concurrently after a data loss (0: DefaultParallel).
 	Parallel int
@@ -207,7 +210,8 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 		return sum, err
 	}
 	prog := newProgress(opts.Progress, opts.Terminal, plan.total()).resumeAt(sum.Before).publishTo(ctx, rdb, keys.Meta())
-	if err := readAndApply(ctx, cfg, todo, batchOr(opts.BatchSize, FullBatch), applier, &sum, prog, withWorkers(parallelOr(opts.Parallel))); err != nil {
+	if err := readAndApply(ctx, cfg, todo, batchOr(opts.BatchSize, FullBatch), applier, &sum, prog, withWorkers(parallelOr(opts.Parallel)),
+		withPace(newPacer(opts.MaxRate, time.Now))); err != nil {
 		return sum, err
 	}
 	prog.done()
