@@ -105,14 +105,8 @@ local function setMarkers(i, n)
   return found, i
 end
 
--- sets holds the sorted sets written by ZAddMax since the last flush: their
--- profile, the (score, member) pairs to add (one ZADD GT per set and flush:
--- GT applies to each pair as separate ZADDs would), the lowest and highest
--- score written, the expiry they need (highest score + ttl) and whether all
--- their writes had the same ttl.
-local sets = nil
+-- guards caches the guard values a program read (see KIND_ZADDMAX).
 local guards = nil
-local prof = nil
 
 -- trimToTop removes the members of k older than its top member - ret.
 local function trimToTop(k, ret)
@@ -122,87 +116,68 @@ local function trimToTop(k, ret)
   end
 end
 
--- trimAdded trims k, a set written by t that PEXPIREAT GT did not find with
--- an expiry: when every member of k was added by t (ZCARD = added), its top
--- member is t.hi, and only members of t below t.hi - ret can go (no read);
--- otherwise it trims by the top member.
-local function trimAdded(k, t, added)
-  if redis.call('ZCARD', k) ~= added then
-    trimToTop(k, t.ret)
-  elseif t.lo < t.hi - t.ret then
-    redis.call('ZREMRANGEBYSCORE', k, '-inf', '(' .. format('%.0f', t.hi - t.ret))
+-- writeSet applies the ZAddMax writes of one entry to the set k: the pairs
+-- add (score, member, ...), or when add is nil the one pair at ARGV[first]
+-- (member, score); hi and lo are their highest and lowest score. It trims
+-- the set and moves its expiry. A windowed set expires at newest + ttl: when
+-- PEXPIREAT GT moves the expiry, hi is the newest ts (trim by it, no read);
+-- otherwise only members written here can lie below the window (every entry
+-- leaves none behind), so the set is trimmed only when one of them lies below
+-- PEXPIRETIME - ttl - retention, or, for a set without expiry (a new one),
+-- when it holds members not written here (ZCARD > added) or one written here
+-- lies below hi - retention.
+local function writeSet(k, keep, ret, ttl, hi, lo, add, first)
+  local added = 0
+  if add then
+    for j = 1, #add, 1000 do
+      added = added + redis.call('ZADD', k, 'GT', unpack(add, j, math.min(j + 999, #add)))
+    end
+  else
+    added = redis.call('ZADD', k, 'GT', ARGV[first + 1], ARGV[first])
   end
-end
-
--- flushSets trims the sets written since the last flush and moves their
--- expiry. A windowed set expires at newest + ttl: when PEXPIREAT GT moves the
--- expiry, the highest score written here is the newest ts (trim by it, no
--- read); otherwise only members written here can lie below the window (every
--- flush leaves none behind), so the set is trimmed (by its top member) only
--- when one of them lies below PEXPIRETIME - ttl - retention.
-local function flushSets()
-  if not sets then return end
-  for k, t in pairs(sets) do
-    local keep, ret = t.keep, t.ret
-    local added = 0
-    for j = 1, #t.add, 1000 do
-      added = added + redis.call('ZADD', k, 'GT', unpack(t.add, j, math.min(j + 999, #t.add)))
+  if keep > 0 and added > 0 then
+    redis.call('ZREMRANGEBYRANK', k, 0, -(keep + 1))
+  end
+  if not ttl then
+    if ret > 0 then trimToTop(k, ret) end
+    return
+  end
+  local a = format('%.0f', hi + ttl)
+  if redis.call('PEXPIREAT', k, a, 'GT') == 1 then
+    if ret > 0 then
+      redis.call('ZREMRANGEBYSCORE', k, '-inf', '(' .. format('%.0f', hi - ret))
     end
-    if keep > 0 and added > 0 then
-      redis.call('ZREMRANGEBYRANK', k, 0, -(keep + 1))
-    end
-    if t.at then
-      local a = format('%.0f', t.at)
-      if redis.call('PEXPIREAT', k, a, 'GT') == 1 then
-        if ret > 0 then
-          if t.ttl then
-            redis.call('ZREMRANGEBYSCORE', k, '-inf', '(' .. format('%.0f', t.hi - ret))
-          else
-            trimToTop(k, ret)
-          end
-        end
-      else
-        local cur = redis.call('PEXPIRETIME', k)
-        if cur == -1 then -- a new key (or one without expiry)
-          redis.call('PEXPIREAT', k, a)
-          if ret > 0 then trimAdded(k, t, added) end
-        elseif ret > 0 then
-          if not t.ttl then
-            trimToTop(k, ret)
-          elseif t.lo < cur - t.ttl - ret then
-            -- cur - ttl is the newest ts only while the lifetime is unchanged
-            -- (after it was lowered it lies later, and trimming by it would
-            -- remove live members): it only tells whether a trim is needed,
-            -- which then goes by the top member
-            trimToTop(k, ret)
-          end
-        end
+    return
+  end
+  local cur = redis.call('PEXPIRETIME', k)
+  if cur == -1 then -- a new key (or one without expiry)
+    redis.call('PEXPIREAT', k, a)
+    if ret > 0 then
+      if redis.call('ZCARD', k) ~= added then
+        trimToTop(k, ret)
+      elseif lo < hi - ret then
+        -- every member was added here: the top member is hi
+        redis.call('ZREMRANGEBYSCORE', k, '-inf', '(' .. format('%.0f', hi - ret))
       end
-    elseif ret > 0 then
-      trimToTop(k, ret)
     end
+  elseif ret > 0 and lo < cur - ttl - ret then
+    -- cur - ttl is the newest ts only while the lifetime is unchanged
+    -- (after it was lowered it lies later, and trimming by it would
+    -- remove live members): it only tells whether a trim is needed,
+    -- which then goes by the top member
+    trimToTop(k, ret)
   end
-  sets = nil
 end
 
 -- program runs the write program in ARGV[i .. stop] and returns the number
--- of writes applied. The sets, guards and profiles of one program are its own.
+-- of writes applied. The guards a program read are its own.
 local function program(i, stop)
   local applied = 0
-  sets, guards = nil, nil
-  -- the ZAddMax profiles, flat: profile p is prof[4p-3 .. 4p] = keep,
-  -- retentionMs, ttl or false, guardKey
-  local np = tonumber(ARGV[i])
-  prof = {}
-  for j = 1, np * 4, 4 do
-    local b = i + j
-    local ttl = ARGV[b + 2]
-    prof[j] = tonumber(ARGV[b])
-    prof[j + 1] = tonumber(ARGV[b + 1])
-    prof[j + 2] = ttl ~= '' and tonumber(ttl)
-    prof[j + 3] = ARGV[b + 3]
-  end
-  i = i + 1 + np * 4
+  guards = nil
+  -- the ZAddMax profiles: profile p is ARGV[pb + 4p - 4 .. pb + 4p - 1] =
+  -- keep, retentionMs, ttl ('' = none), guardKey
+  local pb = i + 1
+  i = pb + 4 * tonumber(ARGV[i])
 
   -- the counters: a counter's expiry is a function of its key (bucket end +
   -- ttl): it is set when INCRBY creates the counter (NX: a counter that held
@@ -222,9 +197,10 @@ local function program(i, stop)
     local kind = ARGV[i]
     local key = ARGV[i + 1]
     if kind == KIND_ZADDMAX then -- ZAddMax writes of one set: key, profile, n, then n x (member, score)
-      local b = 4 * tonumber(ARGV[i + 2]) - 3
-      local keep, ret, ttl, guard = prof[b], prof[b + 1], prof[b + 2], prof[b + 3]
-      -- gv: the guard's value (-1: none), read from Redis once per call (guards) and
+      local b = pb + 4 * tonumber(ARGV[i + 2]) - 4
+      local keep, ret, ttl, guard = tonumber(ARGV[b]), tonumber(ARGV[b + 1]), ARGV[b + 2], ARGV[b + 3]
+      ttl = ttl ~= '' and tonumber(ttl)
+      -- gv: the guard's value (-1: none), read from Redis once per program (guards) and
       -- raised there by SetMax, a barrier that ends this entry
       local gv = -1
       if guard ~= '' then
@@ -236,30 +212,28 @@ local function program(i, stop)
           guards[guard] = gv
         end
       end
-      sets = sets or {}
-      local t = sets[key]
+      -- the pairs above the guard: the first at ARGV[first], more in add
+      local hi, lo, first, add = nil, nil, nil, nil
       local j = i + 4
       i = j + 2 * tonumber(ARGV[i + 3])
       while j < i do
         local num = ARGV[j + 1]
         local s = tonumber(num)
         if s > gv then
-          if t then
-            t.keep, t.ret = keep, ret
-            if s > t.hi then t.hi = s end
-            if s < t.lo then t.lo = s end
-            if ttl and (not t.at or s + ttl > t.at) then t.at = s + ttl end
-            if ttl ~= t.ttl then t.ttl = false end
-            t.add[#t.add + 1] = num
-            t.add[#t.add + 1] = ARGV[j]
+          if not hi then
+            hi, lo, first = s, s, j
           else
-            t = {keep = keep, ret = ret, hi = s, lo = s, at = ttl and s + ttl, ttl = ttl, add = {num, ARGV[j]}}
-            sets[key] = t
+            if s > hi then hi = s end
+            if s < lo then lo = s end
+            add = add or {ARGV[first + 1], ARGV[first]}
+            add[#add + 1] = num
+            add[#add + 1] = ARGV[j]
           end
           applied = applied + 1
         end
         j = j + 2
       end
+      if hi then writeSet(key, keep, ret, ttl, hi, lo, add, first) end
     elseif kind == KIND_ZINCRBY then -- ZIncrBy: key, member, delta, expireAt
       redis.call('ZINCRBY', key, ARGV[i + 3], ARGV[i + 2])
       bump(key, tonumber(ARGV[i + 4]))
@@ -271,7 +245,6 @@ local function program(i, stop)
       applied = applied + 1
       i = i + 4
     elseif kind == KIND_SETMAX then -- SetMax: key, score, expireAt
-      flushSets()
       local num = ARGV[i + 2]
       local s = tonumber(num)
       local cur = redis.call('GET', key)
@@ -283,7 +256,6 @@ local function program(i, stop)
       bump(key, tonumber(ARGV[i + 3]))
       i = i + 4
     elseif kind == KIND_ZREMUPTO then -- ZRemUpTo: key, score, registryKey
-      flushSets()
       local num = ARGV[i + 2]
       local registry = ARGV[i + 3]
       for _, k in ipairs(registry ~= '' and redis.call('SMEMBERS', registry) or {key}) do
@@ -291,7 +263,6 @@ local function program(i, stop)
       end
       i = i + 4
     elseif kind == KIND_ZREMMEMBERUPTO then -- ZRemMemberUpTo: key, member, score
-      flushSets()
       local member = ARGV[i + 2]
       local s = redis.call('ZSCORE', key, member)
       if s and tonumber(s) <= tonumber(ARGV[i + 3]) then
@@ -299,7 +270,6 @@ local function program(i, stop)
       end
       i = i + 4
     elseif kind == KIND_ZREMPREFIXUPTO then -- ZRemPrefixUpTo: key, member, score, registryKey (history day entries of one product)
-      flushSets()
       local member = ARGV[i + 2]
       local limit = tonumber(ARGV[i + 3])
       local registry = ARGV[i + 4]
@@ -322,7 +292,6 @@ local function program(i, stop)
       error('projector: unknown write kind ' .. tostring(kind))
     end
   end
-  flushSets()
   return applied
 end
 

@@ -25,7 +25,7 @@ type lever struct {
 	name string
 	// apply applies one batch through a (set up by setup) or, for the
 	// probes, straight through rdb.
-	setup func(b *testing.B, a *Applier)
+	setup func(b *testing.B, a *Applier, srv *testredis.Server)
 	apply func(ctx context.Context, a *Applier, rdb *redis.Client, recs []Record, rng []Range) error
 }
 
@@ -40,17 +40,35 @@ type lever struct {
 // batch, no markers. With APPLY_BASE_LUA naming a file, the variant "base"
 // runs the apply script of that file (another tree's apply.lua).
 func BenchmarkLevers(b *testing.B) {
-	levers := []lever{{name: "script", apply: applyWith}}
+	var levers []lever
 	if path := os.Getenv("APPLY_BASE_LUA"); path != "" {
 		body, err := os.ReadFile(path)
 		if err != nil {
 			b.Fatal(err)
 		}
-		levers = append(levers, lever{name: "base", apply: applyWith, setup: func(b *testing.B, a *Applier) {
-			a.script = newScript(string(body))
+		basePerCall := 1
+		if env := os.Getenv("APPLY_BASE_PER_CALL"); env != "" {
+			if basePerCall, err = strconv.Atoi(env); err != nil {
+				b.Fatal(err)
+			}
+		}
+		levers = append(levers, lever{name: "base", apply: applyWith, setup: func(b *testing.B, a *Applier, _ *testredis.Server) {
+			a.script, a.perCall = newScript(string(body)), basePerCall
 		}})
 	}
-	levers = append(levers, lever{name: "peer", apply: applyPeer})
+	for _, k := range leverUsersPerCall() {
+		levers = append(levers, lever{name: "users" + strconv.Itoa(k), apply: applyWith, setup: func(b *testing.B, a *Applier, _ *testredis.Server) {
+			a.perCall = k
+		}})
+	}
+	levers = append(levers,
+		lever{name: "fcall" + strconv.Itoa(usersPerCallStandalone), apply: applyWith, setup: func(b *testing.B, a *Applier, srv *testredis.Server) {
+			if err := useFunction(context.Background(), a, srv.Addr()); err != nil {
+				b.Fatal(err)
+			}
+		}},
+		lever{name: "multi-probe", apply: applyMultiProbe},
+		lever{name: "peer", apply: applyPeer})
 	for _, shape := range []struct {
 		name  string
 		batch int
@@ -63,6 +81,23 @@ func BenchmarkLevers(b *testing.B) {
 			}
 		})
 	}
+}
+
+// leverUsersPerCall returns the users per call to compare: APPLY_PER_CALL
+// (comma-separated), or 1 and usersPerCallStandalone.
+func leverUsersPerCall() []int {
+	ks := []int{1, usersPerCallStandalone}
+	if env := os.Getenv("APPLY_PER_CALL"); env != "" {
+		ks = nil
+		for _, f := range strings.Split(env, ",") {
+			k, err := strconv.Atoi(f)
+			if err != nil {
+				panic("APPLY_PER_CALL: " + err.Error())
+			}
+			ks = append(ks, k)
+		}
+	}
+	return ks
 }
 
 // applyWith applies a batch with the Applier.
@@ -84,7 +119,7 @@ func runLever(b *testing.B, l lever, batch, users int) {
 	}
 	a := New(rdb, p, Options{Window: 24 * time.Hour, Location: time.UTC, Now: time.Now}, Guards{})
 	if l.setup != nil {
-		l.setup(b, a)
+		l.setup(b, a, srv)
 	}
 	if err := a.LoadScript(ctx); err != nil {
 		b.Fatal(err)
