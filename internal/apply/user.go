@@ -58,7 +58,9 @@ func (c *core) applyUsers(ctx context.Context, b *batch, m mode) error {
 
 // applyUserChunk runs the script calls of the user groups in order,
 // pipelined: one call per group, or, when the core's perCall allows (a
-// standalone server), one modeUsers call per perCall groups. A group whose
+// standalone server), one modeUsers call per perCall groups of together at
+// most callRecords records (a user with more gets a call of its own), so
+// that no call blocks the server for long. A group whose
 // markers are found loses those events (duplicates, or redeliveries whose
 // user effects are already applied) and is tried again with the rest. In
 // modeCheck the calls carry no writes.
@@ -73,8 +75,14 @@ func (c *core) applyUserChunk(ctx context.Context, groups map[string][]*item, or
 		}
 		var calls [][]any
 		var users [][]string // the users of each call
-		for start := 0; start < len(pending); start += per {
-			us := pending[start:min(start+per, len(pending))]
+		for start := 0; start < len(pending); {
+			end, recs := start, 0
+			for end < len(pending) && end-start < per && (end == start || recs+len(groups[pending[end]]) <= callRecords) {
+				recs += len(groups[pending[end]])
+				end++
+			}
+			us := pending[start:end]
+			start = end
 			if len(us) == 1 {
 				calls = append(calls, c.userCall(groups[us[0]], m, &gc))
 			} else {
@@ -241,6 +249,9 @@ func settleHits(groups map[string][]*item, u string, hits []hit, res *Result, ne
 // usersPerCallStandalone is how many user groups one script call applies on
 // a standalone server (BENCHMARKS.md, issue 16 item 4).
 const usersPerCallStandalone = 64
+
+// callRecords bounds the records of the users of one modeUsers call.
+const callRecords = 256
 
 // usersPerCall returns how many user groups one call may apply through rdb:
 // one on Redis Cluster (a call's keys must share a slot), else

@@ -141,3 +141,34 @@ func dumpState(t *testing.T, rdb *redis.Client) map[string]string {
 	}
 	return out
 }
+
+// TestUsersCallBoundedByRecords: a user with more than callRecords records
+// gets a call of its own, the users after it share one; all are applied.
+func TestUsersCallBoundedByRecords(t *testing.T) {
+	rdb := testredis.StartStandalone(t).Client()
+	a := newTestApplier(t, rdb, projections.Defaults())
+	ts := testNow.Add(-time.Hour)
+	var evs []events.Event
+	for i := range callRecords + 1 {
+		evs = append(evs, view(fmt.Sprintf("h%d", i), "heavy", "p1", ts.Add(time.Duration(i)*time.Millisecond)))
+	}
+	for _, u := range []string{"u1", "u2", "u3"} {
+		evs = append(evs, view("v"+u, u, "p2", ts))
+	}
+	recs, ranges := batchAt(0, evs...)
+	res, err := a.Apply(context.Background(), recs, ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.UserCalls != 2 {
+		t.Errorf("%d user calls, want 2 (the heavy user alone, then the others)", res.UserCalls)
+	}
+	if got, want := mustGet(t, rdb, "st:{u:heavy}:views:"+testDay), fmt.Sprint(callRecords+1); got != want {
+		t.Errorf("heavy views = %s, want %s", got, want)
+	}
+	for _, u := range []string{"u1", "u2", "u3"} {
+		if got := mustGet(t, rdb, "st:{u:"+u+"}:views:"+testDay); got != "1" {
+			t.Errorf("%s views = %s, want 1", u, got)
+		}
+	}
+}
