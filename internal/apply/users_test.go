@@ -69,7 +69,8 @@ func TestUsersCallDropsOnlyTheMarkedUser(t *testing.T) {
 // TestUsersPerCallEqualsOneCallPerUser: the generator's log (duplicates,
 // out-of-order events, orders, history clears) applied in batches, each
 // batch twice (a redelivery), leaves the same keys, values and expiries
-// with several users per call as with one call per user.
+// with several users per call (Redis 7.0 and Valkey 8.1) as with one call
+// per user.
 func TestUsersPerCallEqualsOneCallPerUser(t *testing.T) {
 	gc := gen.DefaultConfig()
 	gc.Users, gc.Products, gc.Start, gc.Span = 40, 30, testNow.Add(-2*time.Hour), time.Hour
@@ -79,8 +80,8 @@ func TestUsersPerCallEqualsOneCallPerUser(t *testing.T) {
 			recs = append(recs, Record{Topic: "shop.views", Partition: 0, Offset: int64(i), Event: ev})
 		}
 	}
-	state := func(perCall int) map[string]string {
-		srv := testredis.StartStandalone(t)
+	state := func(perCall int, opts ...testredis.Option) map[string]string {
+		srv := testredis.StartStandalone(t, opts...)
 		rdb := srv.Client()
 		a := newTestApplier(t, rdb, projections.Defaults())
 		a.perCall = perCall
@@ -96,18 +97,22 @@ func TestUsersPerCallEqualsOneCallPerUser(t *testing.T) {
 		}
 		return dumpState(t, rdb)
 	}
-	one, many := state(1), state(usersPerCallStandalone)
+	one := state(1)
 	if len(one) < 100 {
 		t.Fatalf("only %d keys after the log", len(one))
 	}
-	for k, v := range one {
-		if many[k] != v {
-			t.Errorf("%s: one call per user %q, several %q", k, v, many[k])
+	for name, many := range map[string]map[string]string{
+		"redis": state(usersPerCallStandalone), "valkey": state(usersPerCallStandalone, testredis.WithValkey()),
+	} {
+		for k, v := range one {
+			if many[k] != v {
+				t.Errorf("%s: one call per user %q, several on %s %q", k, v, name, many[k])
+			}
 		}
-	}
-	for k := range many {
-		if _, ok := one[k]; !ok {
-			t.Errorf("%s only with several users per call", k)
+		for k := range many {
+			if _, ok := one[k]; !ok {
+				t.Errorf("%s only with several users per call on %s", k, name)
+			}
 		}
 	}
 }
