@@ -68,6 +68,7 @@ func BenchmarkLevers(b *testing.B) {
 			}
 		}},
 		lever{name: "multi-probe", apply: applyMultiProbe},
+		lever{name: "multi-coalesced", apply: applyMultiCoalesced},
 		lever{name: "peer", apply: applyPeer})
 	for _, shape := range []struct {
 		name  string

@@ -20,6 +20,19 @@ import (
 // checks). It prices the guard in MULTI/EXEC; it is not a full apply (the
 // script's conditional writes would need more reads in the first round trip).
 func applyMultiProbe(ctx context.Context, a *Applier, rdb *redis.Client, recs []Record, rng []Range) error {
+	return multiProbe(ctx, a, rdb, recs, rng, false)
+}
+
+// applyMultiCoalesced is applyMultiProbe with the writes coalesced as the
+// script path coalesces them (per user, and the batch's global writes in
+// one group), and the guard keys of the ZAddMax writes read (GET) and
+// WATCHed in the first round trip: the floor of a MULTI/EXEC apply.
+func applyMultiCoalesced(ctx context.Context, a *Applier, rdb *redis.Client, recs []Record, rng []Range) error {
+	return multiProbe(ctx, a, rdb, recs, rng, true)
+}
+
+// multiProbe is applyMultiProbe, with coalesce applyMultiCoalesced.
+func multiProbe(ctx context.Context, a *Applier, rdb *redis.Client, recs []Record, rng []Range, coalesce bool) error {
 	now := a.opts.Now()
 	items := make([]item, len(recs))
 	byHash := map[string][]*item{}
@@ -34,6 +47,20 @@ func applyMultiProbe(ctx context.Context, a *Applier, rdb *redis.Client, recs []
 	}
 	wmKey := a.keys.Watermarks()
 	field := rng[0].TP().String()
+	guards := map[string]bool{}
+	planned := make([][]projections.Write, len(recs))
+	for i := range recs {
+		planned[i] = a.planner.Plan(recs[i].Event, now, nil)
+		for _, w := range planned[i] {
+			if coalesce && w.Guard != "" {
+				guards[w.Guard] = true
+			}
+		}
+	}
+	watch := append([]string{wmKey}, hashes...)
+	for g := range guards {
+		watch = append(watch, g)
+	}
 	return rdb.Watch(ctx, func(tx *redis.Tx) error {
 		reads := make([]*redis.SliceCmd, len(hashes))
 		var wm *redis.StringCmd
@@ -46,13 +73,18 @@ func applyMultiProbe(ctx context.Context, a *Applier, rdb *redis.Client, recs []
 				reads[i] = p.HMGet(ctx, h, ids...)
 			}
 			wm = p.HGet(ctx, wmKey, field)
+			for g := range guards {
+				p.Get(ctx, g)
+			}
 			return nil
 		}); err != nil && err != redis.Nil {
 			return fmt.Errorf("read markers: %w", err)
 		}
 		_ = wm.Val()
 		_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			var ws []projections.Write
+			user := map[string][]projections.Write{}
+			var order []string
+			var global []projections.Write
 			for i, h := range hashes {
 				vals := reads[i].Val()
 				for j, it := range byHash[h] {
@@ -60,12 +92,28 @@ func applyMultiProbe(ctx context.Context, a *Applier, rdb *redis.Client, recs []
 						continue
 					}
 					p.HSet(ctx, h, it.rec.Event.ID, it.origin)
-					ws = a.planner.Plan(it.rec.Event, now, ws[:0])
-					for k := range ws {
-						peerWrite(ctx, p, &ws[k])
+					for _, w := range planned[it.idx] {
+						switch {
+						case !coalesce:
+							peerWrite(ctx, p, &w)
+						case w.Global:
+							global = append(global, w)
+						default:
+							u := it.rec.Event.UserID
+							if _, ok := user[u]; !ok {
+								order = append(order, u)
+							}
+							user[u] = append(user[u], w)
+						}
 					}
 				}
 				p.PExpireAt(ctx, h, time.UnixMilli(byHash[h][0].markerExp))
+			}
+			for _, u := range order {
+				global = append(global, Coalesce(user[u])...)
+			}
+			for _, w := range Coalesce(global) {
+				peerWrite(ctx, p, &w)
 			}
 			p.HSet(ctx, wmKey, field, rng[0].Last)
 			return nil
@@ -74,7 +122,7 @@ func applyMultiProbe(ctx context.Context, a *Applier, rdb *redis.Client, recs []
 			return fmt.Errorf("multi/exec: %w", err)
 		}
 		return nil
-	}, append(hashes, wmKey)...)
+	}, watch...)
 }
 
 // fcallHook turns the apply script's EVALSHA calls into FCALL of the Redis
