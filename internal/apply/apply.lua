@@ -59,12 +59,13 @@ local function bump(k, at, slide)
   end
 end
 
--- setMarkers sets the n markers whose runs start at ARGV[i]. HSETNX sets a
+-- setMarkers sets the n markers whose runs start at ARGV[i] (with check it
+-- only looks them up, sets none and moves nothing). HSETNX sets a
 -- missing marker and reports an existing one in one call; when any existed,
 -- the markers set here are deleted again and {i1, v1, ...} is returned (as
 -- in REPLY_FOUND), else nil and the marker hashes' expiry is moved. The
 -- second result is the index after the runs.
-local function setMarkers(i, n)
+local function setMarkers(i, n, check)
   local found = nil
   local b = i
   local j = 0
@@ -73,13 +74,22 @@ local function setMarkers(i, n)
     i = i + 3
     for _ = 1, cnt do
       j = j + 1
-      if redis.call('HSETNX', key, ARGV[i], ARGV[i + 1]) == 0 then
+      local v = nil
+      if check then
+        v = redis.call('HGET', key, ARGV[i])
+      elseif redis.call('HSETNX', key, ARGV[i], ARGV[i + 1]) == 0 then
+        v = redis.call('HGET', key, ARGV[i])
+      end
+      if v then
         found = found or {}
         found[#found + 1] = j
-        found[#found + 1] = redis.call('HGET', key, ARGV[i])
+        found[#found + 1] = v
       end
       i = i + 2
     end
+  end
+  if check then
+    return found, i
   end
   -- the runs again: undo them when a marker existed, else move the marker
   -- hashes' expiry
@@ -312,27 +322,14 @@ local function expire()
 end
 
 if mode == MODE_CHECK then
-  local n = tonumber(ARGV[2])
-  local i = 3
-  local found = nil
-  local j = 0
-  while j < n do
-    local key, cnt = ARGV[i], tonumber(ARGV[i + 2])
-    i = i + 3
-    for _ = 1, cnt do
-      j = j + 1
-      local v = redis.call('HGET', key, ARGV[i])
-      if v then
-        found = found or {REPLY_FOUND}
-        found[#found + 1] = j
-        found[#found + 1] = v
-      end
-      i = i + 2
-    end
+  local found = setMarkers(3, tonumber(ARGV[2]), true)
+  if found then
+    table.insert(found, 1, REPLY_FOUND)
+    return found
   end
-  return found or {REPLY_APPLIED, 0}
+  return {REPLY_APPLIED, 0}
 elseif mode == MODE_USER then
-  local found, i = setMarkers(3, tonumber(ARGV[2]))
+  local found, i = setMarkers(3, tonumber(ARGV[2]), false)
   if found then
     table.insert(found, 1, REPLY_FOUND)
     return found
@@ -345,7 +342,7 @@ elseif mode == MODE_USERS then
   local applied = 0
   local out = nil
   for u = 1, tonumber(ARGV[2]) do
-    local found, p = setMarkers(i + 1, tonumber(ARGV[i]))
+    local found, p = setMarkers(i + 1, tonumber(ARGV[i]), false)
     local stop = p + tonumber(ARGV[p])
     if found then
       out = out or {REPLY_PARTIAL, 0}
