@@ -49,7 +49,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		// Nothing configured: read a local Redis, measure no lag.
 		cfg.Redis.Addrs = []string{config.DefaultRedisAddr}
 	}
-	rdb := app.NewRedis(cfg.Redis)
+	rdb := app.NewReadRedis(cfg.Redis)
 	defer rdb.Close()
 
 	reg := prometheus.NewRegistry()

@@ -1,12 +1,15 @@
 // Command bench measures projector on this machine with a real redis-server
 // (or valkey-server, with replicas or an append-only file when asked) and a
 // real Apache Kafka broker on loopback: it loads a generated log,
-// measures the consumer binary's throughput and CPU per event (and Redis's),
-// the replayer's throughput, the event-to-visible latency at a steady rate,
-// and the naive one-command-per-round-trip baseline on the same log. Its last
-// line is the summary:
+// measures the consumer binary's throughput and CPU per event (and Redis's)
+// on the backlog, the replayer's throughput, the event-to-visible latency,
+// CPU per event and batch sizes at two steady rates, the same for the peer
+// (internal/bench/peer: a pipelined at-least-once consumer, run as this
+// command's "peer" subcommand), and the naive one-command-per-round-trip
+// baseline on the same log. Its last line is the summary (bench.ParseLine
+// reads it):
 //
-//	bench: consumer=<n> ev/s naive=<n> ev/s ratio=<x> redis_cpu=<us>/ev consumer_cpu=<us>/ev replay=<n> ev/s p50=<ms>ms p99=<ms>ms
+//	bench: consumer=<n> ev/s naive=<n> ev/s ratio=<x> redis_cpu=<us>/ev consumer_cpu=<us>/ev replay=<n> ev/s p50=<ms>ms p99=<ms>ms peer=<n> ev/s live_redis_ratio=<x> backlog_redis_ratio=<x> backlog_consumer_ratio=<x> backlog_speedup=<x> replay_ratio=<x> p99_20k=<ms>ms
 package main
 
 import (
@@ -18,11 +21,13 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"projector/internal/bench"
+	"projector/internal/bench/peer"
 )
 
 func main() {
@@ -32,6 +37,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(args) > 0 && args[0] == "peer" {
+		return peer.Main(ctx, os.Environ(), stderr)
+	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg := bench.Config{Log: stderr}
@@ -47,11 +55,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	batch := fs.Int("batch", 0, "consumer batch.max_events (0: the consumer's default)")
 	redisArgs := fs.String("redis-args", "", "extra redis-server arguments, space-separated (e.g. '--hash-max-listpack-entries 16')")
 	replayBatch := fs.Int("replay-batch", 0, "the replayer's --batch (0: its default)")
+	replayPar := fs.String("replay-parallel", "", "run the replay once per value of the replayer's --parallel, comma-separated (e.g. 1,2,4)")
+	fs.IntVar(&cfg.ReplayRounds, "replay-rounds", 1, "rounds of -replay-parallel runs (interleaved)")
 	off := fs.String("disable", "", "projections to switch off, comma-separated")
 	extra := fs.String("env", "", "extra environment of the consumer and replayer, comma-separated K=V (e.g. GOGC=400)")
 	fs.IntVar(&cfg.NaiveEvents, "naive-events", 30_000, "records the naive baseline consumes (0: skip it)")
 	fs.IntVar(&cfg.Latency.Rate, "latency-rate", 10_000, "events per second of the latency phase (0: skip it)")
-	fs.DurationVar(&cfg.Latency.Duration, "latency-duration", 20*time.Second, "length of the latency phase")
+	fs.IntVar(&cfg.HighRate, "latency-rate-high", 20_000, "events per second of the second steady-rate phase (0: skip it)")
+	fs.DurationVar(&cfg.Latency.Duration, "latency-duration", 20*time.Second, "length of each steady-rate phase")
+	skipPeer := fs.Bool("skip-peer", false, "leave out the peer (the pipelined at-least-once consumer)")
 	fs.BoolVar(&cfg.SkipReplay, "skip-replay", false, "leave out the replay phase")
 	fs.IntVar(&cfg.ProfileSeconds, "profile", 0, "take a CPU profile of the consumer for this many seconds (saved in -dir)")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for servers, binaries, logs and profiles (default: a new temporary one)")
@@ -90,6 +102,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *replayBatch > 0 {
 		cfg.ReplayArgs = []string{fmt.Sprintf("--batch=%d", *replayBatch)}
 	}
+	for _, v := range strings.Split(*replayPar, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				fmt.Fprintf(stderr, "bench: -replay-parallel: %q is not a positive number\n", v)
+				return 2
+			}
+			cfg.ReplayParallel = append(cfg.ReplayParallel, n)
+		}
+	}
 	for _, p := range strings.Split(*off, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			cfg.ConsumerEnv = append(cfg.ConsumerEnv, "PROJECTOR_PROJECTIONS_"+strings.ToUpper(p)+"_ENABLED=false")
@@ -100,13 +122,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 			cfg.ConsumerEnv = append(cfg.ConsumerEnv, kv)
 		}
 	}
+	if !*skipPeer {
+		self, err := os.Executable()
+		if err != nil {
+			fmt.Fprintln(stderr, "bench: find this executable for the peer:", err)
+			return 1
+		}
+		cfg.PeerCommand = []string{self, "peer"}
+	}
 	fmt.Fprintf(stderr, "bench: files in %s\n", cfg.Dir)
 	res, err := bench.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
-	printCommands(stdout, res.Consumer)
+	printCommands(stdout, "consumer", res.Consumer)
+	if !*skipPeer {
+		printCommands(stdout, "peer", res.Peer)
+	}
+	printLive(stdout, "consumer", res.Live)
+	printLive(stdout, "peer", res.PeerLive)
+	for i, m := range res.Machine {
+		fmt.Fprintf(stdout, "%v (%s)\n", m, [2]string{"start", "end"}[i])
+	}
 	fmt.Fprintln(stdout, res.Line())
 	return 0
 }
@@ -127,8 +165,16 @@ func checkRedis(o bench.RedisOptions) error {
 	return nil
 }
 
-// printCommands prints the consumer's Redis commands per event, busiest first.
-func printCommands(w io.Writer, th bench.Throughput) {
+// printLive prints the steady-rate phases of one consumer.
+func printLive(w io.Writer, name string, lives []bench.Live) {
+	for _, l := range lives {
+		fmt.Fprintf(w, "live %s %v\n", name, l)
+	}
+}
+
+// printCommands prints a consumer's Redis commands per event over its
+// backlog phase, busiest first.
+func printCommands(w io.Writer, name string, th bench.Throughput) {
 	n := float64(th.Total)
 	if n == 0 {
 		return
@@ -142,7 +188,8 @@ func printCommands(w io.Writer, th bench.Throughput) {
 		rows = append(rows, row{k, s})
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].s.Usec > rows[j].s.Usec })
-	fmt.Fprintf(w, "redis commandstats over the consumer run (%d events, %.0f script calls, %.3f per event):\n", th.Total, th.ScriptCalls, th.ScriptCalls/n)
+	fmt.Fprintf(w, "redis commandstats over the %s's backlog (%d events, %.0f script calls, %.3f per event, mean batch %.0f):\n",
+		name, th.Total, th.ScriptCalls, th.ScriptCalls/n, th.MeanBatch)
 	fmt.Fprintf(w, "  %-18s %12s %10s %10s\n", "command", "calls", "calls/ev", "us/ev")
 	for _, r := range rows {
 		fmt.Fprintf(w, "  %-18s %12d %10.3f %10.3f\n", r.name, r.s.Calls, float64(r.s.Calls)/n, float64(r.s.Usec)/n)

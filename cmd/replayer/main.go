@@ -36,12 +36,17 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	to := fs.String("to", "committed", "replay up to the group's committed offsets, or to the 'latest' offsets (then committed for the group)")
 	partial := fs.Bool("allow-partial", false, "rebuild even though Kafka no longer holds the beginning of the log")
 	batch := fs.Int("batch", 0, "records applied per batch (default 50000 for a replay after data loss, 10000 with --projections)")
+	parallel := fs.Int("parallel", replay.DefaultParallel, "lanes of partitions whose batches a replay after data loss applies concurrently")
 	cfg, log, code := app.Setup(fs, args, environ, stderr)
 	if log == nil {
 		return code
 	}
 	if *to != "committed" && *to != "latest" {
 		fmt.Fprintf(stderr, "config: --to: must be committed or latest (got %q)\n", *to)
+		return 2
+	}
+	if *parallel < 1 {
+		fmt.Fprintf(stderr, "config: --parallel: must be at least 1 (got %d)\n", *parallel)
 		return 2
 	}
 	if *wipe && !*yes && !*dry {
@@ -54,7 +59,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	}
 	defer func() { _ = log.Sync() }()
 	sum, err := replay.Run(ctx, cfg, replay.Options{Projections: *projs, ToLatest: *to == "latest", AllowPartial: *partial, Wipe: *wipe,
-		DryRun: *dry, BatchSize: *batch, Progress: os.Stdout, Terminal: obs.IsTerminal(os.Stdout)}, log)
+		DryRun: *dry, BatchSize: *batch, Parallel: *parallel, Progress: os.Stdout, Terminal: obs.IsTerminal(os.Stdout)}, log)
 	if app.ExitRefused(log, err) {
 		return 2
 	}

@@ -16,6 +16,7 @@ func TestBadInvocationExitsTwo(t *testing.T) {
 	}{
 		{args: []string{"--to", "soon"}, env: brokers, key: "--to"},
 		{args: []string{"--wipe"}, env: brokers, key: "--wipe"},
+		{args: []string{"--parallel", "0"}, env: brokers, key: "--parallel"},
 		{env: nil, key: "kafka.brokers"}, // embedded mode makes no sense for a replay
 		{env: append(brokers, "PROJECTOR_TIME_ZONE=Nowhere/Land"), key: "time_zone"},
 	}

@@ -24,12 +24,25 @@ import (
 // starts the batch again from reading the watermarks, so that a server that
 // restarted with an older state is seen before anything is written to it.
 func NewRedis(cfg config.RedisConfig) redis.UniversalClient {
+	return newRedis(cfg, -1)
+}
+
+// NewReadRedis returns a client like NewRedis's for readers (cmd/api): its
+// commands only read, so go-redis retries them on a broken connection
+// (its default, 3 times) instead of failing a page. (A cluster client retries
+// network errors within its MaxRedirects, 3, with either constructor.)
+func NewReadRedis(cfg config.RedisConfig) redis.UniversalClient {
+	return newRedis(cfg, 0)
+}
+
+// newRedis builds the client with go-redis's MaxRetries retries (0: its default).
+func newRedis(cfg config.RedisConfig, retries int) redis.UniversalClient {
 	if cfg.Mode == "cluster" {
 		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.Addrs, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
-			Username: cfg.Username, Password: cfg.Password, TLSConfig: cloneTLS(cfg.TLS.Client), MaxRetries: -1})
+			Username: cfg.Username, Password: cfg.Password, TLSConfig: cloneTLS(cfg.TLS.Client), MaxRetries: retries})
 	}
 	return redis.NewClient(&redis.Options{Addr: cfg.Addrs[0], ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
-		Username: cfg.Username, Password: cfg.Password, TLSConfig: cloneTLS(cfg.TLS.Client), MaxRetries: -1})
+		Username: cfg.Username, Password: cfg.Password, TLSConfig: cloneTLS(cfg.TLS.Client), MaxRetries: retries})
 }
 
 // cloneTLS returns a copy of c (nil for nil): a client may set fields on it.

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"projector/internal/config"
 	"projector/internal/testredis"
 	"projector/internal/testtls"
@@ -109,5 +111,27 @@ func TestRedisTLS(t *testing.T) {
 		if err == nil || !permanent(err) {
 			t.Errorf("%s: error %v; want a permanent TLS error", name, err)
 		}
+	}
+}
+
+// TestReadClientRetries: the consumer's standalone client leaves every
+// retry to projector (a broken connection must come back to the batch's
+// retry, which re-reads the watermarks); the API's client lets go-redis retry
+// its reads. (A cluster client retries within its MaxRedirects either way.)
+func TestReadClientRetries(t *testing.T) {
+	cfg := loadConfig(t, "PROJECTOR_REDIS_ADDRS=127.0.0.1:1", "PROJECTOR_KAFKA_BROKERS=127.0.0.1:1")
+	retries := func(c redis.UniversalClient) int {
+		defer c.Close()
+		sc, ok := c.(*redis.Client)
+		if !ok {
+			t.Fatalf("unexpected client type %T", c)
+		}
+		return sc.Options().MaxRetries
+	}
+	if n := retries(NewRedis(cfg.Redis)); n != 0 {
+		t.Errorf("NewRedis: MaxRetries = %d after go-redis's defaults, want 0 (no retry inside go-redis)", n)
+	}
+	if n := retries(NewReadRedis(cfg.Redis)); n < 1 {
+		t.Errorf("NewReadRedis: MaxRetries = %d, want go-redis retries (>= 1)", n)
 	}
 }

@@ -163,12 +163,17 @@ func (a *Applier) globalGuard() globalGuard {
 }
 
 // readState reads the watermarks and the meta hash into b: a batch starts
-// only while the status is ready (the global script checks it again,
-// atomically), and is planned with the holds in force.
+// only while the status is ready, or paused by a replayer whose lease is
+// gone (the global script checks the status again, atomically), and is
+// planned with the holds in force.
 func (a *Applier) readState(ctx context.Context, b *batch) error {
 	pipe := a.rdb.Pipeline()
 	wmCmd := pipe.HGetAll(ctx, a.keys.Watermarks())
 	metaCmd := pipe.HGetAll(ctx, a.keys.Meta())
+	var leaseCmd *redis.IntCmd
+	if !a.guards.IgnoreMeta {
+		leaseCmd = pipe.Exists(ctx, a.keys.Lease())
+	}
 	_, _ = pipe.Exec(ctx)
 	var err error
 	if b.wms, err = wmCmd.Result(); err != nil {
@@ -183,7 +188,11 @@ func (a *Applier) readState(ctx context.Context, b *batch) error {
 	}
 	var status string
 	status, b.held, b.heldRaw = parseMeta(meta)
-	if status != StatusReady {
+	lease, err := leaseCmd.Result()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", a.keys.Lease(), err)
+	}
+	if effective(status, lease > 0) != StatusReady {
 		return &NotReadyError{Status: status}
 	}
 	return nil

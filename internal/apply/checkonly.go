@@ -17,12 +17,16 @@ type Selection struct {
 	// WatermarkKey is the hash of the replayer's watermarks (it must carry
 	// the {g} hash tag).
 	WatermarkKey string
+	// Tag names the rebuild in the markers a Rebuilder sets (a rebuild
+	// resumed after a crash keeps it).
+	Tag string
 }
 
 // CheckOnly applies the global writes of selected projections for a
 // replayer rebuilding them while the consumers run (and hold them). It
-// only reads the idempotency markers, never sets them, and plans no user
-// writes: it must not mark records the consumers have yet to apply.
+// only reads the idempotency markers (a consumer's, or one a Rebuilder set),
+// never sets them, and plans no user writes: it must not mark records the
+// consumers have yet to apply.
 // Records without a marker (expired) are deduplicated in memory across the
 // batches of the replay.
 type CheckOnly struct {
@@ -44,12 +48,16 @@ func (a *CheckOnly) Apply(ctx context.Context, recs []Record, ranges []Range) (R
 		return b.res, err
 	}
 	defer release()
-	if err := a.applyUsers(ctx, b, modeCheck); err != nil {
+	markers, err := a.readMarkers(ctx, b.all)
+	if err != nil {
 		return b.res, err
 	}
-	for _, it := range b.all {
-		if b.res.Outcomes[it.idx] == Applied && !it.marked && a.seen.duplicate(it) {
+	for i, it := range b.all {
+		switch {
+		case markers[i] == "" && a.seen.duplicate(it), markers[i] != "" && !namesRecord(markers[i], it):
 			b.res.Outcomes[it.idx] = Duplicate
+		default:
+			b.res.Outcomes[it.idx] = Applied
 		}
 	}
 	return b.res, a.applyGlobal(ctx, b, globalGuard{wmKey: a.wmKey, mode: modeGlobal})

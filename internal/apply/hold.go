@@ -8,8 +8,8 @@ import (
 	"projector/pkg/projections"
 )
 
-// A replayer rebuilding a global projection P while consumers run sets the
-// meta field hold:P. Its value is HoldAll (consumers leave P out entirely) or,
+// A replayer rebuilding a projection P while consumers run sets the meta
+// field hold:P; the consumers leave P's writes out, user and global alike. Its value is HoldAll (consumers leave P out entirely) or,
 // once the replayer knows how far it will replay, HoldUpTo(offsets): consumers
 // leave P out for records at or below the offset of their partition and write
 // it for later ones. The global script completes a batch only if the holds it
@@ -66,6 +66,24 @@ func parseMeta(meta map[string]string) (string, holds, []string) {
 		h[name] = upTo
 	}
 	return meta["status"], h, raw
+}
+
+// keep compacts ws to the writes not held for a record at offset of
+// partition tp (ws itself when none is held).
+func (h holds) keep(ws []projections.Write, tp string, offset int64) []projections.Write {
+	if len(h) == 0 {
+		return ws
+	}
+	n := 0
+	for i := range ws {
+		if !h.skip(&ws[i], tp, offset) {
+			if n != i {
+				ws[n] = ws[i]
+			}
+			n++
+		}
+	}
+	return ws[:n:n]
 }
 
 // skip reports whether a write of a record at offset of partition tp is held.

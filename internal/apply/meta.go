@@ -25,8 +25,27 @@ const (
 	StatusRolledBack = "rolled_back"
 )
 
-// PauseField is the meta field holding the token of a pause.
-const PauseField = "pause"
+// Meta fields a replayer rebuilding projections next to running consumers
+// sets (docs/contract.md section 6.2).
+const (
+	// PauseField holds the token of a pause (status paused).
+	PauseField = "pause"
+	// SyncField holds a token that each consumer acknowledges between two
+	// batches without stopping: once all did, no batch planned before the
+	// holds set with it is in flight.
+	SyncField = "sync"
+	// RebuildField names the projections being rebuilt ("p1,p2").
+	RebuildField = "rebuild"
+)
+
+// effective is the status a consumer goes by: a pause whose replayer's
+// lease is gone (the replayer died) does not stop it; the holds stay.
+func effective(status string, leaseHeld bool) string {
+	if status == StatusPaused && !leaseHeld {
+		return StatusReady
+	}
+	return status
+}
 
 // Meta reads and writes the meta hash px:meta:{g}, and reads what Redis
 // holds as applied and which servers it is: what a consumer asks of Redis
@@ -46,16 +65,25 @@ func NewMeta(rdb redis.UniversalClient, keyPrefix string, now func() time.Time, 
 	return &Meta{rdb: rdb, keys: keys, now: now, nodes: masterWatermarks{rdb: rdb, keys: keys, on: evidence}}
 }
 
-// MetaStatus returns the status field of px:meta:{g} ("" when the hash is missing).
+// MetaStatus returns the status field of px:meta:{g} ("" when the hash is
+// missing), ready for a pause whose replayer's lease is gone.
 func (m *Meta) MetaStatus(ctx context.Context) (string, error) {
-	s, err := m.rdb.HGet(ctx, m.keys.Meta(), "status").Result()
+	pipe := m.rdb.Pipeline()
+	st := pipe.HGet(ctx, m.keys.Meta(), "status")
+	lease := pipe.Exists(ctx, m.keys.Lease())
+	_, _ = pipe.Exec(ctx)
+	s, err := st.Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", m.keys.Meta(), err)
 	}
-	return s, nil
+	n, err := lease.Result()
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", m.keys.Lease(), err)
+	}
+	return effective(s, n > 0), nil
 }
 
 // InitMeta creates px:meta:{g} with status ready unless it exists; info fields
@@ -80,16 +108,18 @@ func (m *Meta) InitMeta(ctx context.Context, info map[string]string) (bool, erro
 	return true, nil
 }
 
-// PauseToken returns the token of the pause in force ("" when status is not paused).
+// PauseToken returns the token a consumer acknowledges between batches: the
+// pause's while status is paused, else the sync token ("" when neither).
 func (m *Meta) PauseToken(ctx context.Context) (string, error) {
-	vals, err := m.rdb.HMGet(ctx, m.keys.Meta(), "status", PauseField).Result()
+	vals, err := m.rdb.HMGet(ctx, m.keys.Meta(), "status", PauseField, SyncField).Result()
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", m.keys.Meta(), err)
 	}
-	if s, _ := vals[0].(string); s != StatusPaused {
-		return "", nil
+	if s, _ := vals[0].(string); s == StatusPaused {
+		tok, _ := vals[1].(string)
+		return tok, nil
 	}
-	tok, _ := vals[1].(string)
+	tok, _ := vals[2].(string)
 	return tok, nil
 }
 

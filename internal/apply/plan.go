@@ -22,7 +22,9 @@ type item struct {
 
 // plan computes the writes of b's records and groups them by user (b.groups,
 // b.order, b.all), leaving out the records at or below their partition's
-// watermark in skip (nil: none) and in-batch duplicates. The writes live in
+// watermark in skip (nil: none) and in-batch duplicates, and the user
+// writes of projections held for the record (b.held; the global ones are
+// left out when the global call is built). The writes live in
 // the core's buffer until the returned function is called.
 func (c *core) plan(b *batch, skip map[string]string) (release func()) {
 	buf, keep := c.writeBuffer(20 * len(b.recs)) // every record's writes, in one array
@@ -48,6 +50,9 @@ func (c *core) plan(b *batch, skip map[string]string) (release func()) {
 		n := len(buf)
 		buf = c.planner.Plan(r.Event, now, buf)
 		it.user, it.global = c.split(buf[n:len(buf):len(buf)], &scratch)
+		if len(b.held) > 0 {
+			it.user = b.held.keep(it.user, r.TP().String(), r.Offset)
+		}
 		if _, ok := b.groups[r.Event.UserID]; !ok {
 			b.order = append(b.order, r.Event.UserID)
 		}

@@ -4,78 +4,247 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
 	"projector/pkg/projections"
 )
 
-// RebuildMode selects how a Rebuilder applies user writes.
+// RebuildMode selects which records a Rebuilder applies.
 type RebuildMode uint8
 
 const (
-	// RebuildAll is for records whose batch the consumers completed: a record
-	// is applied unless its marker names another record (a duplicate); one
-	// without a marker (expired) is deduplicated in memory. Markers are read,
-	// never set; global writes follow, guarded by the watermarks.
+	// RebuildAll is for records whose batch the consumers completed (at or
+	// below their watermarks): every record is applied unless its marker
+	// names another record (a duplicate); global writes follow, guarded by
+	// the replayer's watermarks.
 	RebuildAll RebuildMode = iota + 1
-	// RebuildMarked is for records after the consumers' watermarks: only those
-	// whose marker names this very record (a batch whose user phase a consumer
-	// applied before the pause, whose writes the wipe removed) get their user
-	// writes again; the consumers complete their global writes themselves.
+	// RebuildMarked is for records after the consumers' watermarks: only
+	// those whose marker names this very record (a consumer applied the user
+	// phase of their batch, leaving the held projections out, and crashed)
+	// get their user writes; the consumers complete the global writes when
+	// the batch is redelivered.
 	RebuildMarked
 )
 
-// Rebuilder applies the writes of selected projections with per-user keys
-// for a replayer rebuilding them while the consumers are paused: their
-// markers do not change meanwhile, so reading them first and writing after
-// is safe.
+// tagSep separates a record's origin from the tag of the rebuild that set
+// its marker (Kafka topic names never hold it).
+const tagSep = "~"
+
+// Rebuilder applies the writes of selected projections for a replayer
+// rebuilding them while the consumers run and leave them out (hold:P). What
+// it wrote survives a crash of the replayer: a batch read again applies
+// nothing twice.
+//   - A record whose marker names it (a consumer applied it) gets its user
+//     writes under the user's rebuild watermarks px:rwm:{u:<user>}: one call
+//     on the user's slot checks them (MODE_GLOBAL) and moves them to the
+//     user's last such record of the batch per partition, with the writes.
+//   - A record without a marker (it expired) gets one naming it and tagged
+//     with this rebuild (origin~tag), set with its writes (MODE_USER); a
+//     marker with this rebuild's tag says it was applied before a crash.
+//   - A marker naming another record makes the record a duplicate.
 type Rebuilder struct {
 	core
 	wmKey string
+	tag   string
 	mode  RebuildMode
-	seen  unmarked
 }
 
 // NewRebuilder returns a Rebuilder in mode writing through rdb.
 func NewRebuilder(rdb redis.UniversalClient, planner *projections.Planner, opts Options, sel Selection, mode RebuildMode) *Rebuilder {
-	return &Rebuilder{core: newCore(rdb, planner, opts, sel.Only), wmKey: sel.WatermarkKey, mode: mode, seen: unmarked{}}
+	return &Rebuilder{core: newCore(rdb, planner, opts, sel.Only), wmKey: sel.WatermarkKey, tag: sel.Tag, mode: mode}
 }
 
-// Apply applies the user writes of a batch's records as its mode says,
-// then (RebuildAll) their global writes, guarded by the replayer's watermarks.
+// fate is what a Rebuilder does with one record.
+type fate uint8
+
+const (
+	fateDuplicate fate = iota // a marker names another record
+	fateSkip                  // RebuildMarked: no marker, the consumers apply it
+	fateDone                  // applied by this rebuild before it was interrupted
+	fateGuarded               // a consumer's marker: writes under px:rwm:{u:<user>}
+	fateFresh                 // no marker: writes with a new, tagged marker
+)
+
+// fateOf decides a record's fate from its marker ("" when none).
+func (a *Rebuilder) fateOf(it *item, marker string) fate {
+	base, tag, tagged := strings.Cut(marker, tagSep)
+	switch {
+	case marker == "" && a.mode == RebuildMarked:
+		return fateSkip
+	case marker == "":
+		return fateFresh
+	case base != it.origin:
+		return fateDuplicate
+	case tagged && tag == a.tag:
+		return fateDone
+	}
+	return fateGuarded
+}
+
+// Apply applies the user writes of a batch's records as their markers say,
+// in one pipeline per run (see run), then (RebuildAll) their global writes,
+// guarded by the replayer's watermarks.
 func (a *Rebuilder) Apply(ctx context.Context, recs []Record, ranges []Range) (Result, error) {
 	b, release, err := a.planAfter(ctx, recs, ranges, a.wmKey)
 	if err != nil {
 		return b.res, err
 	}
 	defer release()
-	if err := a.rebuildUsers(ctx, b); err != nil || a.mode == RebuildMarked {
+	markers, err := a.readMarkers(ctx, b.all)
+	if err != nil {
 		return b.res, err
+	}
+	runs := map[string][]run{}
+	for i, it := range b.all {
+		f := a.fateOf(it, markers[i])
+		switch f {
+		case fateDuplicate:
+			b.res.Outcomes[it.idx] = Duplicate
+		case fateSkip:
+			b.res.Outcomes[it.idx] = Skipped
+		case fateDone:
+			b.res.Outcomes[it.idx] = Applied
+		case fateGuarded, fateFresh:
+			b.res.Outcomes[it.idx] = Applied // fresh ones: until their call says otherwise
+			if f == fateFresh {
+				it.origin += tagSep + a.tag // the marker it gets names this rebuild
+			} else if len(it.user) == 0 {
+				continue // nothing to write, nothing to order
+			}
+			u := it.rec.Event.UserID
+			rs := runs[u]
+			if len(rs) == 0 || rs[len(rs)-1].fate != f {
+				rs = append(rs, run{fate: f})
+			}
+			rs[len(rs)-1].items = append(rs[len(rs)-1].items, it)
+			runs[u] = rs
+		}
+	}
+	for k := 0; ; k++ {
+		fresh := &batch{groups: map[string][]*item{}, res: Result{Outcomes: b.res.Outcomes}}
+		guarded, order := map[string][]*item{}, []string(nil)
+		for _, u := range b.order {
+			if k >= len(runs[u]) {
+				continue
+			}
+			if r := runs[u][k]; r.fate == fateFresh {
+				fresh.groups[u], fresh.order = r.items, append(fresh.order, u)
+			} else {
+				guarded[u], order = r.items, append(order, u)
+			}
+		}
+		if len(fresh.order)+len(order) == 0 {
+			break
+		}
+		err := a.applyUsers(ctx, fresh, modeUser)
+		b.res.Writes, b.res.UserCalls = b.res.Writes+fresh.res.Writes, b.res.UserCalls+fresh.res.UserCalls
+		if err != nil {
+			return b.res, err
+		}
+		if err := a.applyGuarded(ctx, b, guarded, order); err != nil {
+			return b.res, err
+		}
+	}
+	if a.mode == RebuildMarked {
+		return b.res, nil
 	}
 	return b.res, a.applyGlobal(ctx, b, globalGuard{wmKey: a.wmKey, mode: modeGlobal})
 }
 
-// rebuildUsers reads the markers of every record, decides which records to
-// apply, and sends their user writes.
-func (a *Rebuilder) rebuildUsers(ctx context.Context, b *batch) error {
-	origins, err := a.readMarkers(ctx, b.all)
-	if err != nil {
-		return err
-	}
-	byUser := make(map[string][]projections.Write, len(b.order))
-	for i, it := range b.all {
-		b.res.Outcomes[it.idx] = a.outcome(it, origins[i])
-		if b.res.Outcomes[it.idx] == Applied {
-			byUser[it.rec.Event.UserID] = append(byUser[it.rec.Event.UserID], it.user...)
-		}
-	}
-	return a.writeUsers(ctx, b, byUser)
+// run is a user's consecutive records of one fate (fresh or guarded) in a
+// batch: runs are applied one after the other, so that the user's writes
+// keep the log's order (a removal does not commute with views).
+type run struct {
+	fate  fate
+	items []*item
 }
 
-// readMarkers returns the origin each record's marker names ("" when none).
-func (a *Rebuilder) readMarkers(ctx context.Context, items []*item) ([]string, error) {
-	pipe := a.rdb.Pipeline()
+// applyGuarded sends each user's writes of the records in groups as one call
+// guarded by the user's rebuild watermarks, pipelined. A call that finds
+// them at or past a record (applied before a crash) drops those records and
+// is sent again with the rest.
+func (a *Rebuilder) applyGuarded(ctx context.Context, b *batch, groups map[string][]*item, pending []string) error {
+	for len(pending) > 0 {
+		calls := make([][]any, len(pending))
+		rss := make([][]Range, len(pending))
+		for i, u := range pending {
+			var ws []projections.Write
+			for _, it := range groups[u] {
+				ws = append(ws, it.user...)
+			}
+			rss[i] = rangesOf(groups[u])
+			guard := globalGuard{wmKey: a.keys.RebuildWatermarks(u), mode: modeGlobal}
+			calls[i] = a.globalCall(guard, rss[i], nil, Coalesce(ws))
+		}
+		var next []string
+		for i, cmd := range a.script.exec(ctx, a.rdb, calls, nil) {
+			u := pending[i]
+			b.res.UserCalls++
+			r, err := replyOf(cmd, len(rss[i]))
+			if err != nil {
+				return fmt.Errorf("rebuild user %q: %w", u, err)
+			}
+			switch r.code {
+			case replyApplied:
+				b.res.Writes += r.writes
+			case replyFound:
+				rest, err := unreached(groups[u], rss[i], r.hits)
+				if err != nil {
+					return fmt.Errorf("rebuild user %q: %w", u, err)
+				}
+				if len(rest) > 0 {
+					groups[u], next = rest, append(next, u)
+				}
+			default:
+				return fmt.Errorf("rebuild user %q: %w", u, r.unexpected())
+			}
+		}
+		pending = next
+	}
+	return nil
+}
+
+// rangesOf returns, per partition, the offsets from the first to the last of g's records.
+func rangesOf(g []*item) []Range {
+	var rs []Range
+	at := map[string]int{}
+	for _, it := range g {
+		tp := it.rec.TP().String()
+		j, ok := at[tp]
+		if !ok {
+			at[tp], j = len(rs), len(rs)
+			rs = append(rs, Range{Topic: it.rec.Topic, Partition: it.rec.Partition, First: it.rec.Offset, Last: it.rec.Offset})
+		}
+		rs[j].First, rs[j].Last = min(rs[j].First, it.rec.Offset), max(rs[j].Last, it.rec.Offset)
+	}
+	return rs
+}
+
+// unreached returns the records of g after the watermarks that the hits
+// report for the ranges rs.
+func unreached(g []*item, rs []Range, hits []hit) ([]*item, error) {
+	wms := map[string]int64{}
+	for _, h := range hits {
+		wm, err := h.offset()
+		if err != nil {
+			return nil, err
+		}
+		wms[rs[h.at].TP().String()] = wm
+	}
+	var rest []*item
+	for _, it := range g {
+		if wm, ok := wms[it.rec.TP().String()]; !ok || it.rec.Offset > wm {
+			rest = append(rest, it)
+		}
+	}
+	return rest, nil
+}
+
+// readMarkers returns the origin each record's marker holds ("" when none).
+func (c *core) readMarkers(ctx context.Context, items []*item) ([]string, error) {
+	pipe := c.rdb.Pipeline()
 	marks := make([]*redis.StringCmd, len(items))
 	for i, it := range items {
 		marks[i] = pipe.HGet(ctx, it.marker, it.rec.Event.ID)
@@ -94,45 +263,9 @@ func (a *Rebuilder) readMarkers(ctx context.Context, items []*item) ([]string, e
 	return origins, nil
 }
 
-// writeUsers sends each user's writes (coalesced) as an unguarded write
-// program, MODE_USER with no markers: one call per user, pipelined.
-func (a *Rebuilder) writeUsers(ctx context.Context, b *batch, byUser map[string][]projections.Write) error {
-	var calls [][]any
-	var names []string
-	for _, u := range b.order {
-		if len(byUser[u]) == 0 {
-			continue
-		}
-		ws := Coalesce(byUser[u])
-		call := a.script.start(2+argCount(ws), ws[0].Key)
-		calls, names = append(calls, appendWrites(append(call, modeUser.arg(), 0), ws)), append(names, u)
-	}
-	for i, cmd := range a.script.exec(ctx, a.rdb, calls, nil) {
-		b.res.UserCalls++
-		r, err := replyOf(cmd, 0)
-		if err == nil && r.code != replyApplied {
-			err = r.unexpected()
-		}
-		if err != nil {
-			return fmt.Errorf("rebuild user %q: %w", names[i], err)
-		}
-		b.res.Writes += r.writes
-	}
-	return nil
-}
-
-// outcome decides a record's fate from its marker ("" when none).
-func (a *Rebuilder) outcome(it *item, origin string) Outcome {
-	switch {
-	case origin == it.origin:
-		it.marked = true
-		return Applied
-	case origin != "":
-		return Duplicate
-	case a.mode == RebuildMarked:
-		return Skipped // the consumers apply it when they resume
-	case a.seen.duplicate(it):
-		return Duplicate
-	}
-	return Applied
+// namesRecord reports whether a marker's origin (tagged by a rebuild or
+// not) is it's own.
+func namesRecord(marker string, it *item) bool {
+	base, _, _ := strings.Cut(marker, tagSep)
+	return base == it.origin
 }

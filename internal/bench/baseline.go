@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,15 +20,15 @@ import (
 // replayedLine is the replayer's summary: "replayed N records in D (R ev/s): ...".
 var replayedLine = regexp.MustCompile(`replayed (\d+) records in \S+ \((\d+) ev/s\)`)
 
-// runReplay empties Redis and runs the replayer binary over the consumed
-// log; it returns the replayer's own rate.
-func (e *env) runReplay(ctx context.Context) (float64, error) {
+// runReplay empties Redis and runs the replayer binary with args over the
+// consumed log; it returns the replayer's own rate.
+func (e *env) runReplay(ctx context.Context, args []string) (float64, error) {
 	if err := e.redis.FlushAll(ctx); err != nil {
 		return 0, err
 	}
-	e.logf("replay: FLUSHALL, running the replayer")
+	e.logf("replay: FLUSHALL, running the replayer %v", args)
 	logPath := filepath.Join(e.cfg.Dir, "replayer.log")
-	p, err := Start(e.replayer, e.cfg.ReplayArgs, Env(e.kafka.Addr(), e.redis, "127.0.0.1:0", e.cfg.ConsumerEnv...), logPath)
+	p, err := Start(e.replayer, args, Env(e.kafka.Addr(), e.redis, "127.0.0.1:0", e.cfg.ConsumerEnv...), logPath)
 	if err != nil {
 		return 0, err
 	}
@@ -42,8 +44,38 @@ func (e *env) runReplay(ctx context.Context) (float64, error) {
 	rate, _ := strconv.ParseFloat(string(m[2]), 64)
 	cpu, _ := p.CPUSeconds()
 	n, _ := strconv.ParseFloat(string(m[1]), 64)
-	e.logf("replay: %s records at %.0f ev/s, replayer CPU %.2f us/ev, peak RSS %d MiB", m[1], rate, 1e6*cpu/max(n, 1), p.PeakRSS()>>20)
+	e.logf("replay %v: %s records at %.0f ev/s, replayer CPU %.2f us/ev, peak RSS %d MiB", args, m[1], rate, 1e6*cpu/max(n, 1), p.PeakRSS()>>20)
 	return rate, nil
+}
+
+// runReplays runs the replay phase: once with ReplayArgs, or, with
+// ReplayParallel, ReplayRounds rounds of one run per value (interleaved);
+// it returns the mean rate of the first value's runs.
+func (e *env) runReplays(ctx context.Context) (float64, error) {
+	if len(e.cfg.ReplayParallel) == 0 {
+		return e.runReplay(ctx, e.cfg.ReplayArgs)
+	}
+	rates := make([][]string, len(e.cfg.ReplayParallel))
+	var first float64
+	rounds := max(e.cfg.ReplayRounds, 1)
+	for range rounds {
+		for i, n := range e.cfg.ReplayParallel {
+			rate, err := e.runReplay(ctx, append(slices.Clip(e.cfg.ReplayArgs), fmt.Sprintf("--parallel=%d", n)))
+			if err != nil {
+				return 0, err
+			}
+			rates[i] = append(rates[i], strconv.FormatFloat(rate, 'f', 0, 64))
+			if i == 0 {
+				first += rate / float64(rounds)
+			}
+		}
+	}
+	parts := make([]string, len(rates))
+	for i, n := range e.cfg.ReplayParallel {
+		parts[i] = fmt.Sprintf("%d=%s", n, strings.Join(rates[i], ","))
+	}
+	e.logf("replay ev/s by --parallel: %s", strings.Join(parts, " "))
+	return first, nil
 }
 
 // runNaive empties Redis and runs the naive baseline (in this process) over

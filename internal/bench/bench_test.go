@@ -30,17 +30,57 @@ projector_script_calls_total{slot="user"} 3
 }
 
 func TestResultLine(t *testing.T) {
-	lat := Latencies{}
-	for i := 1; i <= 100; i++ {
-		lat = append(lat, time.Duration(i)*time.Millisecond)
+	ms := func(n int) Latencies {
+		lat := Latencies{}
+		for i := 1; i <= 100; i++ {
+			lat = append(lat, time.Duration(i*n)*time.Millisecond)
+		}
+		return lat
 	}
-	r := Result{Consumer: Throughput{Rate: 52000.4, RedisCPU: 11.5, ConsumerCPU: 5.25}, Naive: 2600, Replay: 150000, Latency: lat}
-	want := "bench: consumer=52000 ev/s naive=2600 ev/s ratio=20.0 redis_cpu=11.50/ev consumer_cpu=5.25/ev replay=150000 ev/s p50=51.0ms p99=100.0ms"
+	r := Result{Consumer: Throughput{Rate: 52000.4, RedisCPU: 11.5, ConsumerCPU: 5.25}, Naive: 2600, Replay: 150000,
+		Peer:     Throughput{Rate: 40000, RedisCPU: 23, ConsumerCPU: 3.5},
+		Live:     []Live{{Rate: 10000, Latency: ms(1), RedisCPU: 30}, {Rate: 20000, Latency: ms(2)}},
+		PeerLive: []Live{{Rate: 10000, RedisCPU: 20}}}
+	want := "bench: consumer=52000 ev/s naive=2600 ev/s ratio=20.0 redis_cpu=11.50/ev consumer_cpu=5.25/ev replay=150000 ev/s p50=51.0ms p99=100.0ms" +
+		" peer=40000 ev/s live_redis_ratio=1.50 backlog_redis_ratio=0.50 backlog_consumer_ratio=1.50 backlog_speedup=1.30 replay_ratio=2.88 p99_20k=200.0ms"
 	if got := r.Line(); got != want {
 		t.Errorf("line:\n%s\nwant:\n%s", got, want)
 	}
 	if (Result{}).Ratio() != 0 || (Latencies{}).Quantile(0.5) != 0 {
 		t.Error("an empty result must not divide by zero")
+	}
+}
+
+// TestParseLine: every field of the summary is present and numeric, read
+// back with its value; a line missing a field or with a non-number is refused.
+func TestParseLine(t *testing.T) {
+	r := Result{Consumer: Throughput{Rate: 50000, RedisCPU: 12, ConsumerCPU: 6}, Peer: Throughput{Rate: 25000, RedisCPU: 24, ConsumerCPU: 4},
+		Replay: 100000, Live: []Live{{Latency: Latencies{40 * time.Millisecond}, RedisCPU: 36}, {Latency: Latencies{90 * time.Millisecond}}},
+		PeerLive: []Live{{RedisCPU: 24}}}
+	got, err := ParseLine(r.Line())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"consumer": 50000, "naive": 0, "ratio": 0, "redis_cpu": 12, "consumer_cpu": 6, "replay": 100000,
+		"p50": 40, "p99": 40, "peer": 25000, "live_redis_ratio": 1.5, "backlog_redis_ratio": 0.5, "backlog_consumer_ratio": 1.5,
+		"backlog_speedup": 2, "replay_ratio": 2, "p99_20k": 90}
+	if len(got) != len(SummaryFields) {
+		t.Errorf("%d fields, want %d", len(got), len(SummaryFields))
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	line := r.Line()
+	for _, bad := range []string{
+		strings.Replace(line, " p99_20k=90.0ms", "", 1),
+		strings.Replace(line, "peer=25000", "peer=fast", 1),
+		strings.TrimPrefix(line, "bench: "),
+	} {
+		if _, err := ParseLine(bad); err == nil {
+			t.Errorf("ParseLine(%q) accepted", bad)
+		}
 	}
 }
 
@@ -74,5 +114,17 @@ func TestCalibrate(t *testing.T) {
 	}
 	if !strings.HasPrefix(c.String(), "machine: Redis ") {
 		t.Errorf("line %q", c.String())
+	}
+}
+
+// TestLagGrows: the lag grows when it rose by more than half a second of traffic.
+func TestLagGrows(t *testing.T) {
+	for _, tc := range []struct {
+		start, end int64
+		want       bool
+	}{{100, 5000, false}, {100, 10100, false}, {100, 10101, true}, {9000, 200, false}} {
+		if got := (Live{Rate: 20000, LagStart: tc.start, LagEnd: tc.end}).LagGrows(); got != tc.want {
+			t.Errorf("lag %d -> %d: grows %v, want %v", tc.start, tc.end, got, tc.want)
+		}
 	}
 }

@@ -3,17 +3,12 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Throughput is what the consumer phase measured, over the window from the
-// first applied batch until every loaded record had an outcome.
+// Throughput is what a backlog phase measured, over the window from the
+// first finished batch until every loaded record had an outcome.
 type Throughput struct {
 	Events  int64
 	Elapsed time.Duration
@@ -25,6 +20,8 @@ type Throughput struct {
 	KafkaCPU float64
 	// ReplicaCPU is the replicas' microseconds of CPU per event (0 without replicas).
 	ReplicaCPU float64
+	// MeanBatch is the mean records per batch.
+	MeanBatch float64
 	// Commands are the Redis commandstats over the consumer's whole run of
 	// Total events (the loaded log).
 	Commands map[string]CommandStat
@@ -33,80 +30,44 @@ type Throughput struct {
 	ScriptCalls float64
 }
 
-// group is the consumer group of the measured consumer (the replayer uses it too).
+// group is the consumer group of projector's consumer (the replayer uses it too).
 const group = "projector"
 
-// sample is one observation of the running consumer.
-type sample struct {
-	at                     time.Time
-	events                 float64
-	redis, consumer, kafka float64
-	replicas               float64
+// perEvent is the CPU per event and mean batch between two samples, over events.
+func perEvent(first, last sample, events float64) (redis, consumer, kafka, replicas, batch float64) {
+	us := func(a, b float64) float64 { return 1e6 * (b - a) / max(events, 1) }
+	return us(first.redis, last.redis), us(first.consumer, last.consumer), us(first.kafka, last.kafka),
+		us(first.replicas, last.replicas), (last.batched - first.batched) / max(last.batches-first.batches, 1)
 }
 
-func (e *env) sample(ctx context.Context, c *Proc) (sample, error) {
-	s := sample{at: time.Now()}
-	var err error
-	if s.events, err = c.Metric(ctx, "projector_events_total", ""); err != nil {
-		return s, err
-	}
-	if s.redis, err = e.redis.CPUSeconds(ctx); err != nil {
-		return s, err
-	}
-	if s.kafka, err = e.kafka.CPUSeconds(); err != nil {
-		return s, err
-	}
-	if s.replicas, err = e.redis.ReplicaCPUSeconds(ctx); err != nil {
-		return s, err
-	}
-	s.consumer, err = c.CPUSeconds()
-	return s, err
-}
-
-// runConsumer runs the consumer binary over the loaded log, then (when
-// configured) measures latency under steady traffic, and stops it.
-func (e *env) runConsumer(ctx context.Context, p *kgo.Client) (Throughput, Latencies, error) {
+// backlog waits until the running member m has finished the loaded log and
+// its group has committed it, and measures its throughput, CPU per event
+// and Redis commandstats (reset before m started).
+func (e *env) backlog(ctx context.Context, m *member) (Throughput, error) {
 	var th Throughput
-	port, err := freePort(false)
-	if err != nil {
-		return th, nil, err
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	if err := e.redis.ResetStats(ctx); err != nil {
-		return th, nil, err
-	}
-	c, err := Start(e.consumer, nil, Env(e.kafka.Addr(), e.redis, addr, e.cfg.ConsumerEnv...), filepath.Join(e.cfg.Dir, "consumer.log"))
-	if err != nil {
-		return th, nil, err
-	}
-	defer func() {
-		c.Stop()
-		e.logf("consumer: peak RSS %d MiB", c.PeakRSS()>>20)
-	}()
-	c.MetricsURL = "http://" + addr + "/metrics"
 	total := float64(e.cfg.Load.Events)
-	e.logf("consumer started; waiting for %d events", e.cfg.Load.Events)
+	e.logf("%s started; waiting for %d events", m.name, e.cfg.Load.Events)
 	var first, last sample
 	profiled := make(chan error, 1)
 	lastLog := time.Now()
 	for {
 		select {
-		case <-c.Done():
-			return th, nil, fmt.Errorf("consumer exited early; see %s", c.LogPath)
+		case <-m.proc.Done():
+			return th, fmt.Errorf("%s exited early; see %s", m.name, m.proc.LogPath)
 		case <-ctx.Done():
-			return th, nil, ctx.Err()
+			return th, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
-		s, err := e.sample(ctx, c)
+		s, err := e.sample(ctx, m)
 		if err != nil {
 			continue // not serving yet
 		}
 		if first.events == 0 && s.events > 0 {
 			first = s
-			go func() { profiled <- e.profile(ctx, addr) }()
+			go func() { profiled <- e.profile(ctx, m) }()
 		}
 		if time.Since(lastLog) > 5*time.Second {
-			e.logf("consumer: %.0f/%.0f events", s.events, total)
+			e.logf("%s: %.0f/%.0f events", m.name, s.events, total)
 			lastLog = time.Now()
 		}
 		if s.events >= total {
@@ -117,62 +78,28 @@ func (e *env) runConsumer(ctx context.Context, p *kgo.Client) (Throughput, Laten
 	th.Events, th.Total = int64(last.events-first.events), int64(total)
 	th.Elapsed = last.at.Sub(first.at)
 	th.Rate = float64(th.Events) / th.Elapsed.Seconds()
-	th.RedisCPU = 1e6 * (last.redis - first.redis) / float64(th.Events)
-	th.ConsumerCPU = 1e6 * (last.consumer - first.consumer) / float64(th.Events)
-	th.KafkaCPU = 1e6 * (last.kafka - first.kafka) / float64(th.Events)
-	th.ReplicaCPU = 1e6 * (last.replicas - first.replicas) / float64(th.Events)
-	if th.ScriptCalls, err = c.Metric(ctx, "projector_script_calls_total", ""); err != nil {
-		return th, nil, err
+	th.RedisCPU, th.ConsumerCPU, th.KafkaCPU, th.ReplicaCPU, th.MeanBatch = perEvent(first, last, float64(th.Events))
+	var err error
+	if m.scriptCalls != "" {
+		if th.ScriptCalls, err = m.proc.Metric(ctx, m.scriptCalls, ""); err != nil {
+			return th, err
+		}
 	}
 	if th.Commands, err = e.redis.CommandStats(ctx); err != nil {
-		return th, nil, err
+		return th, err
 	}
-	e.logf("consumer: %d events in %v: %.0f ev/s, redis %.2f us/ev, consumer %.2f us/ev, kafka broker %.2f us/ev, replicas %.2f us/ev",
-		th.Events, th.Elapsed.Round(time.Millisecond), th.Rate, th.RedisCPU, th.ConsumerCPU, th.KafkaCPU, th.ReplicaCPU)
-	if err := e.waitLag(ctx); err != nil {
-		return th, nil, err
+	e.logf("%s: %d events in %v: %.0f ev/s, redis %.2f us/ev, consumer %.2f us/ev, kafka broker %.2f us/ev, replicas %.2f us/ev, mean batch %.0f",
+		m.name, th.Events, th.Elapsed.Round(time.Millisecond), th.Rate, th.RedisCPU, th.ConsumerCPU, th.KafkaCPU, th.ReplicaCPU, th.MeanBatch)
+	if err := e.waitLag(ctx, m, 30*time.Second); err != nil {
+		return th, err
 	}
 	if mem, err := e.redis.UsedMemory(ctx); err == nil {
-		e.logf("consumer: redis used_memory %d MiB after the log", mem>>20)
+		e.logf("%s: redis used_memory %d MiB after the log", m.name, mem>>20)
 	}
 	if err := <-profiled; err != nil {
 		e.logf("profile: %v", err)
 	}
-	var lat Latencies
-	if e.cfg.Latency.Rate > 0 {
-		e.logf("latency: %d ev/s for %v", e.cfg.Latency.Rate, e.cfg.Latency.Duration)
-		before := batchDurations(ctx, c)
-		if lat, err = MeasureLatency(ctx, p, e.redis.Client(), e.cfg.Latency); err != nil {
-			return th, nil, err
-		}
-		e.logf("latency: %d markers, p50 %v p99 %v max %v", len(lat), lat.Quantile(0.5), lat.Quantile(0.99), lat.Quantile(1))
-		e.logf("latency: consumer batches by duration: %s", describeDurations(before, batchDurations(ctx, c)))
-	}
-	return th, lat, nil
-}
-
-// waitLag waits until the group has committed everything.
-func (e *env) waitLag(ctx context.Context) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		lag, err := e.kafka.Lag(ctx, group, Topics)
-		if err == nil && lag == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("group lag still %d (%v) 30s after every event was applied", lag, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// profile saves a CPU profile of the consumer when configured.
-func (e *env) profile(ctx context.Context, addr string) error {
-	if e.cfg.ProfileSeconds <= 0 {
-		return nil
-	}
-	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, e.cfg.ProfileSeconds)
-	return Fetch(ctx, url, filepath.Join(e.cfg.Dir, "consumer.pprof"))
+	return th, nil
 }
 
 // durationBounds are upper bounds (le) of projector_batch_duration_seconds buckets.

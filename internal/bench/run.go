@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 )
 
@@ -30,12 +29,21 @@ type Config struct {
 	ConsumerEnv []string
 	// NaiveEvents bounds the records the naive baseline consumes (0: skip it).
 	NaiveEvents int
-	// Latency is the steady-rate phase (Rate 0: skip it).
-	Latency LatencyConfig
+	// Latency is the steady-rate phases (Rate 0: skip them): Rate, then
+	// HighRate when it is not 0.
+	Latency  LatencyConfig
+	HighRate int
+	// PeerCommand runs the peer (internal/bench/peer.Main): the executable
+	// and its arguments. Empty leaves the peer out.
+	PeerCommand []string
 	// SkipReplay leaves out the replay phase.
 	SkipReplay bool
 	// ReplayArgs are extra command-line arguments of the replayer (e.g. --batch).
 	ReplayArgs []string
+	// ReplayParallel, when set, runs the replay once per value with
+	// --parallel=N, ReplayRounds times over (interleaved).
+	ReplayParallel []int
+	ReplayRounds   int
 	// ProfileSeconds > 0 takes a CPU profile of the consumer for that long
 	// during the throughput phase, saved as Dir/consumer.pprof.
 	ProfileSeconds int
@@ -46,29 +54,17 @@ type Config struct {
 // Result holds the figures of a run (rates in events per second, CPU in
 // microseconds per event).
 type Result struct {
-	Consumer  Throughput
-	Naive     float64
-	NaiveCmds float64 // Redis commands (round trips) per event of the naive baseline
-	Replay    float64
-	Latency   Latencies
+	// Consumer and Peer are the backlog phases of projector's consumer and
+	// of the peer.
+	Consumer, Peer Throughput
+	Naive          float64
+	NaiveCmds      float64 // Redis commands (round trips) per event of the naive baseline
+	Replay         float64
+	// Live and PeerLive are the steady-rate phases (Latency.Rate, then
+	// HighRate) of projector's consumer and of the peer.
+	Live, PeerLive []Live
 	// Machine is the machine's speed at the run's start and end.
 	Machine [2]Calibration
-}
-
-// Ratio is the consumer's throughput over the naive baseline's.
-func (r Result) Ratio() float64 {
-	if r.Naive == 0 {
-		return 0
-	}
-	return r.Consumer.Rate / r.Naive
-}
-
-// Line is the benchmark's one-line summary.
-func (r Result) Line() string {
-	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) }
-	return fmt.Sprintf("bench: consumer=%.0f ev/s naive=%.0f ev/s ratio=%.1f redis_cpu=%.2f/ev consumer_cpu=%.2f/ev replay=%.0f ev/s p50=%sms p99=%sms",
-		r.Consumer.Rate, r.Naive, r.Ratio(), r.Consumer.RedisCPU, r.Consumer.ConsumerCPU, r.Replay,
-		ms(r.Latency.Quantile(0.5)), ms(r.Latency.Quantile(0.99)))
 }
 
 // env is a run's servers and binaries.
@@ -139,18 +135,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	e.logf("produced in %v", time.Since(t).Round(time.Millisecond))
-	if res.Consumer, res.Latency, err = e.runConsumer(ctx, p); err != nil {
+	if err := e.phases(ctx, p, &res); err != nil {
 		return res, err
-	}
-	if !cfg.SkipReplay {
-		if res.Replay, err = e.runReplay(ctx); err != nil {
-			return res, err
-		}
-	}
-	if cfg.NaiveEvents > 0 {
-		if res.Naive, res.NaiveCmds, err = e.runNaive(ctx); err != nil {
-			return res, err
-		}
 	}
 	if res.Machine[1], err = Calibrate(ctx, e.calib); err != nil {
 		return res, err

@@ -88,6 +88,8 @@ func (c *Consumer) report(status string) {
 		c.ready.lost = true
 		c.metrics.RedisDataLost.Set(1)
 		c.health.SetReady(false, "redis lost its data: run replayer")
+	case apply.StatusPaused: // a replayer hands rebuilt projections back: a short, deliberate pause
+		c.health.SetReady(true, "")
 	case apply.StatusRolledBack:
 		c.health.SetReady(false, "redis went back in time beyond repair: run replayer")
 	default:
@@ -95,7 +97,8 @@ func (c *Consumer) report(status string) {
 	}
 }
 
-// waitReady blocks until px:meta:{g} says ready, polling every 2 seconds.
+// waitReady blocks until px:meta:{g} says ready, polling every 2 seconds
+// (every 100 ms while paused).
 func (c *Consumer) waitReady(ctx context.Context) error {
 	for {
 		status, err := c.checkMeta(ctx)
@@ -108,10 +111,14 @@ func (c *Consumer) waitReady(ctx context.Context) error {
 			c.health.SetReady(false, "check projections meta failing: "+err.Error())
 		}
 		c.ackPause(ctx)
+		wait := 2 * time.Second
+		if status == apply.StatusPaused {
+			wait = 100 * time.Millisecond // the pause of a handover is short: resume soon after it
+		}
 		select {
 		case <-ctx.Done():
 			return errShutdown
-		case <-time.After(2 * time.Second):
+		case <-time.After(wait):
 		}
 	}
 }
@@ -126,20 +133,27 @@ func (c *Consumer) publish(ctx context.Context) {
 	}
 }
 
-// watchMeta checks px:meta:{g} every few seconds, so an idle consumer reports
-// data loss too.
+// watchMeta checks px:meta:{g} every 3 seconds, so an idle consumer reports
+// data loss too, and a replayer's token every 100 ms (one HMGET), so that
+// its pause is short.
 func (c *Consumer) watchMeta(ctx context.Context) {
-	t := time.NewTicker(3 * time.Second)
+	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			acked := c.ackPause(ctx)
+			if time.Since(last) < 3*time.Second {
+				continue
+			}
+			last = time.Now()
 			if _, err := c.checkMeta(ctx); err != nil && ctx.Err() == nil {
 				c.log.Debug("check projections meta", zap.Error(err))
 			}
-			if !c.ackPause(ctx) {
+			if !acked {
 				c.publish(ctx)
 			}
 		}

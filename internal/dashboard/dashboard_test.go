@@ -124,6 +124,8 @@ func TestDashboardInHeadlessChromium(t *testing.T) {
 		"ord-u1-1", "$19.99",                // u1's order documents
 		"consumer-host-1/411", "projections ready · 2 consumers · lag 50", // consumer health and lag
 		"<svg", // charts
+		`data-projection="last_viewed"><b>last_viewed</b> rebuilding 42.0% <progress max="1000000" value="420000"></progress> 420,000 / 1,000,000 records · 25,000 ev/s · ETA 24s`,
+		`data-projection="stats"><b>stats</b> rebuilding 42.0%`, // the rebuilds with progress
 	} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("DOM lacks %q", want)

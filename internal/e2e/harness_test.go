@@ -127,12 +127,12 @@ func startConsumer(t *testing.T, env []string) *proc {
 	return startProcess(t, consumerBin, env)
 }
 
-// startProcess runs a built binary with env (PROJECTOR_* settings only); its
-// output is kept in log (read it after the process ended).
-func startProcess(t *testing.T, bin string, env []string) *proc {
+// startProcess runs a built binary with env (PROJECTOR_* settings only) and
+// args; its output is kept in log (read it after the process ended).
+func startProcess(t *testing.T, bin string, env []string, args ...string) *proc {
 	t.Helper()
 	name := filepath.Base(bin)
-	cmd := exec.Command(bin)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = cleanEnv(env)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf

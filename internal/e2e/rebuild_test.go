@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,9 +16,12 @@ import (
 
 // TestRebuildWhileRunning: trending, bestsellers, last_viewed and stats are
 // switched on after the consumers have run without them; the replayer
-// rebuilds them from the log while a consumer keeps running and production
-// goes on: the global ones held in the consumer, the per-user ones with the
-// consumer paused between batches. The end state equals the model with every
+// rebuilds last_viewed,stats (chase and handover) and then
+// trending,bestsellers (hold) from the log while a consumer keeps
+// running and production goes on. A sampler fails the test if the group's
+// committed offsets or product_views (not rebuilt) stand still for more than
+// 5 s while records are produced, or the consumer's /readyz answers
+// anything but 200, during the rebuilds and 6 s after them. The end state equals the model with every
 // projection on: no gap, no double count.
 func TestRebuildWhileRunning(t *testing.T) {
 	forFlavors(t, func(t *testing.T, fl testredis.Flavor) {
@@ -34,23 +38,9 @@ func TestRebuildWhileRunningCluster(t *testing.T) {
 	})
 }
 
-func runRebuild(t *testing.T, rdb redis.UniversalClient, addrs []string, mode string) {
-	ctx := context.Background()
-	topics := []string{"shop.views", "shop.clicks", "shop.orders"}
-	brokers := startKafka(t, 3, topics, "shop.dlq")
-	start := time.Now()
-	gc := gen.DefaultConfig()
-	gc.Seed = testSeed(t)
-	gc.Start, gc.Span = start.Add(-36*time.Hour), 36*time.Hour
-	log := gen.New(gc).Log(envInt("E2E_EVENTS", 10000))
-
-	// 40% trickles in while the old consumers run, 40% arrives in one burst
-	// right before the rebuild (so the consumer lags behind the replayed
-	// offsets while it holds), the rest trickles in during and after it.
-	a, b := len(log)*4/10, len(log)*8/10
-	done := make(chan error, 1)
-	go produce(ctx, brokers, log[:a], 200, 100*time.Millisecond, done)
-	env := []string{
+// rebuildEnv is the environment of the rebuild tests' processes.
+func rebuildEnv(brokers, addrs []string, mode string) []string {
+	return []string{
 		"PROJECTOR_KAFKA_BROKERS=" + strings.Join(brokers, ","),
 		"PROJECTOR_REDIS_ADDRS=" + strings.Join(addrs, ","),
 		"PROJECTOR_REDIS_MODE=" + mode,
@@ -58,9 +48,32 @@ func runRebuild(t *testing.T, rdb redis.UniversalClient, addrs []string, mode st
 		"PROJECTOR_LOG_LEVEL=warn",
 		"PROJECTOR_HTTP_ADDR=127.0.0.1:0",
 	}
-	old := startConsumer(t, append(env[:len(env):len(env)],
-		"PROJECTOR_PROJECTIONS_TRENDING_ENABLED=false", "PROJECTOR_PROJECTIONS_BESTSELLERS_ENABLED=false",
-		"PROJECTOR_PROJECTIONS_LAST_VIEWED_ENABLED=false", "PROJECTOR_PROJECTIONS_STATS_ENABLED=false"))
+}
+
+// withEnv returns env with more appended (env itself unchanged).
+func withEnv(env []string, more ...string) []string {
+	return append(env[:len(env):len(env)], more...)
+}
+
+// rebuildSetup runs the first 40% of the log through a consumer without the
+// projections off, starts a consumer with every projection on (batches of
+// 50, serving HTTP on httpAddr), produces the next 30% at once and starts trickling the rest, chunk
+// records every 100 ms (see trickle). It returns the log, the trickle and
+// the consumer.
+func rebuildSetup(t *testing.T, brokers []string, env []string, start time.Time, off []string, chunk int, httpAddr string) ([]gen.Record, *trickle, *proc) {
+	ctx := context.Background()
+	gc := gen.DefaultConfig()
+	gc.Seed = testSeed(t)
+	gc.Start, gc.Span = start.Add(-36*time.Hour), 36*time.Hour
+	log := gen.New(gc).Log(envInt("E2E_EVENTS", 10000))
+	a, b := len(log)*4/10, len(log)*7/10
+	done := make(chan error, 1)
+	go produce(ctx, brokers, log[:a], 200, 100*time.Millisecond, done)
+	var disable []string
+	for _, p := range off {
+		disable = append(disable, "PROJECTOR_PROJECTIONS_"+strings.ToUpper(p)+"_ENABLED=false")
+	}
+	old := startConsumer(t, withEnv(env, disable...))
 	waitGroupMembers(t, brokers, "projector", 1)
 	time.Sleep(2 * time.Second)
 	old.term(t)
@@ -68,14 +81,23 @@ func runRebuild(t *testing.T, rdb redis.UniversalClient, addrs []string, mode st
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	c := startConsumer(t, append(env[:len(env):len(env)], "PROJECTOR_BATCH_MAX_EVENTS=50"))
+	c := startConsumer(t, withEnv(env, "PROJECTOR_BATCH_MAX_EVENTS=50", "PROJECTOR_HTTP_ADDR="+httpAddr))
 	waitGroupMembers(t, brokers, "projector", 1)
 	produce(ctx, brokers, log[a:b], 1000, 0, done)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	go produce(ctx, brokers, log[b:], 20, 100*time.Millisecond, done)
+	return log, startTrickle(brokers, log[b:], chunk), c
+}
 
+func runRebuild(t *testing.T, rdb redis.UniversalClient, addrs []string, mode string) {
+	ctx := context.Background()
+	topics := []string{"shop.views", "shop.clicks", "shop.orders"}
+	brokers := startKafka(t, 3, topics, "shop.dlq")
+	start := time.Now()
+	env := rebuildEnv(brokers, addrs, mode)
+	httpAddr := freeAddr(t)
+	log, tr, _ := rebuildSetup(t, brokers, env, start, []string{"trending", "bestsellers", "last_viewed", "stats"}, 10, httpAddr)
 	time.Sleep(3500 * time.Millisecond) // the consumer publishes its settings every 3 s
 	for _, refused := range []struct {
 		args []string
@@ -95,7 +117,8 @@ func runRebuild(t *testing.T, rdb redis.UniversalClient, addrs []string, mode st
 			t.Errorf("replayer %v %s: err %v, want a refusal naming %q; output %s", refused.args, refused.env, err, refused.why, out)
 		}
 	}
-	for _, names := range []string{"trending,bestsellers", "last_viewed,stats"} {
+	watch := watchProgress(brokers, topics, rdb, start, tr, "http://"+httpAddr+"/readyz")
+	for _, names := range []string{"last_viewed,stats", "trending,bestsellers"} {
 		rp := exec.Command(replayerBin, "--projections", names, "--wipe", "--yes")
 		rp.Env = cleanEnv(env)
 		out, err := rp.CombinedOutput()
@@ -103,21 +126,72 @@ func runRebuild(t *testing.T, rdb redis.UniversalClient, addrs []string, mode st
 			t.Fatalf("replayer --projections %s: %v\n%s", names, err, out)
 		}
 		t.Logf("replayer --projections %s: %s", names, tail(string(out), 300))
+		if names == "last_viewed,stats" && !strings.Contains(string(out), "handover: consumers paused for") {
+			t.Errorf("replayer --projections %s did not hand over with a pause: %s", names, tail(string(out), 500))
+		}
 	}
-	if err := <-done; err != nil {
+	// a rebuild of this log takes a second or two: watch on for longer than
+	// stallLimit, so that consumers left stuck by a rebuild are seen too
+	time.Sleep(stallLimit + time.Second)
+	watch.stop(t)
+	finishRebuild(t, ctx, rdb, brokers, topics, tr, log, start)
+}
+
+// finishRebuild produces the rest of the log, waits until the group caught
+// up and checks the end state: no rebuild left in the meta hash, none of its
+// checkpoints, every key as the model says.
+func finishRebuild(t *testing.T, ctx context.Context, rdb redis.UniversalClient, brokers, topics []string, tr *trickle, log []gen.Record, start time.Time) {
+	t.Helper()
+	if tr.finish() {
+		t.Errorf("production ended before the rebuilds did: the test did not produce during the whole rebuild")
+	}
+	if err := tr.wait(); err != nil {
 		t.Fatal(err)
 	}
 	if err := waitCaughtUp(brokers, "projector", topics, 2*time.Minute); err != nil {
-		c.dumpStacks()
 		t.Fatal(err)
 	}
-	c.term(t)
-	if n := rdb.HLen(ctx, "px:meta:{g}").Val(); n == 0 || rdb.HExists(ctx, "px:meta:{g}", "hold:trending").Val() {
-		t.Errorf("the hold was not released")
+	meta := rdb.HGetAll(ctx, "px:meta:{g}").Val()
+	if meta["status"] != "ready" {
+		t.Errorf("meta status after the rebuilds: %q, want ready", meta["status"])
 	}
-	if st := rdb.HGet(ctx, "px:meta:{g}", "status").Val(); st != "ready" {
-		t.Errorf("meta status after the rebuilds: %q, want ready", st)
+	for f := range meta {
+		if strings.HasPrefix(f, "hold:") || f == "rebuild" || f == "sync" || f == "pause" {
+			t.Errorf("meta field %s left after the rebuilds", f)
+		}
+	}
+	if keys := scanAll(t, rdb, "px:rwm:*"); len(keys) > 0 {
+		t.Errorf("rebuild checkpoints left: %v", keys[:min(len(keys), 5)])
 	}
 	checkModel(t, rdb, log, start)
 	checkDeadLetters(t, brokers, topics, "shop.dlq", log)
+}
+
+// scanAll returns the keys matching pattern on every master.
+func scanAll(t *testing.T, rdb redis.UniversalClient, pattern string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	one := func(ctx context.Context, c *redis.Client) error {
+		keys, err := c.Keys(ctx, pattern).Result()
+		out = append(out, keys...)
+		return err
+	}
+	var err error
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		var mu atomic.Int32
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			for !mu.CompareAndSwap(0, 1) {
+				time.Sleep(time.Millisecond)
+			}
+			defer mu.Store(0)
+			return one(ctx, c)
+		})
+	} else {
+		err = one(ctx, rdb.(*redis.Client))
+	}
+	if err != nil {
+		t.Fatalf("scan %s: %v", pattern, err)
+	}
+	return out
 }

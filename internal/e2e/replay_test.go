@@ -84,13 +84,7 @@ func runRecovery(t *testing.T, realKafka bool, rdb redis.UniversalClient, addrs 
 	} else {
 		brokers = startKafka(t, 3, topics, "shop.dlq")
 	}
-	seed := testSeed(t)
-	rng := rand.New(rand.NewPCG(seed, 11))
-	start := time.Now()
-	gc := gen.DefaultConfig()
-	gc.Seed = seed
-	gc.Start, gc.Span = start.Add(-36*time.Hour), 36*time.Hour
-	log := gen.New(gc).Log(envInt("E2E_EVENTS", 10000))
+	log, rng, start := seededLog(t, 11)
 
 	done := make(chan error, 1)
 	go produce(ctx, brokers, log, 200, 60*time.Millisecond, done)
@@ -143,6 +137,18 @@ func runRecovery(t *testing.T, realKafka bool, rdb redis.UniversalClient, addrs 
 	if out, err := rp.CombinedOutput(); err == nil || !strings.Contains(string(out), "did not lose") {
 		t.Errorf("replayer on intact Redis: err %v, output %s", err, out)
 	}
+}
+
+// seededLog generates E2E_EVENTS records (10,000) with event times in the
+// 36 hours before now, from the test's seed, and returns them, a random
+// source from the same seed (stream picks its sequence) and the start time.
+func seededLog(t *testing.T, stream uint64) ([]gen.Record, *rand.Rand, time.Time) {
+	seed := testSeed(t)
+	start := time.Now()
+	gc := gen.DefaultConfig()
+	gc.Seed = seed
+	gc.Start, gc.Span = start.Add(-36*time.Hour), 36*time.Hour
+	return gen.New(gc).Log(envInt("E2E_EVENTS", 10000)), rand.New(rand.NewPCG(seed, stream)), start
 }
 
 // waitCommitted waits until the group has committed an offset.

@@ -18,7 +18,7 @@ import (
 	"projector/pkg/projections"
 )
 
-// ackTimeout bounds the wait for the consumers' acknowledgements of a pause
+// ackTimeout bounds the wait for the consumers' acknowledgements of a token
 // (a killed consumer's published settings stay fresh for fingerprint.TTL).
 const ackTimeout = 2 * fingerprint.TTL
 
@@ -38,102 +38,166 @@ redis.call('HSET', KEYS[1], 'status', 'ready')
 redis.call('HDEL', KEYS[1], 'pause', 'pause_projections')
 return 1`)
 
-// pauseRebuild rebuilds projections that have per-user keys while the
-// consumers keep running, paused between batches:
-//  1. status paused with a fresh token: each consumer finishes its batch in
-//     flight (its global script still completes it), starts no other and
-//     acknowledges the token in px:cfg:{g};
-//  2. once every live consumer acknowledged: W = the consumers' watermarks,
-//     E = the end of every partition; the projections' keys are wiped;
-//  3. records up to W (their batches are complete) are replayed: each one
-//     whose marker names it, or that has no marker (expired; deduplicated in
-//     memory), gets the projections' user writes, and the global writes
-//     follow under the replay's own watermarks;
-//  4. records after W up to E get their user writes again only when their
-//     marker names them (a consumer applied the user phase of their batch
-//     before it crashed; the wipe removed those writes; the global phase is
-//     the consumers' when the batch is redelivered);
-//  5. status ready: the consumers resume from their committed offsets.
-func pauseRebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.UniversalClient, names []string, sum *Summary, log *zap.Logger) error {
-	keys := projections.Keys{Prefix: cfg.Redis.KeyPrefix}
+// handBack ends a rebuild in one step: KEYS meta, consumer watermarks,
+// lease; ARGV pause token, lease token, n, n x (field, watermark read when
+// the replay's last round began), then the meta fields to delete. Unless the
+// pause and the lease are still this replayer's it returns -1 / -2; when a
+// consumer watermark moved (a batch completed during the pause) it returns 0
+// and changes nothing; else it deletes the fields (the holds among them),
+// sets status ready and returns 1.
+var handBack = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'pause') ~= ARGV[1] then return -1 end
+if redis.call('GET', KEYS[3]) ~= ARGV[2] then return -2 end
+local n = tonumber(ARGV[3])
+if redis.call('HLEN', KEYS[2]) ~= n then return 0 end
+for j = 0, n - 1 do
+  if redis.call('HGET', KEYS[2], ARGV[4 + 2 * j]) ~= ARGV[5 + 2 * j] then return 0 end
+end
+for j = 4 + 2 * n, #ARGV do redis.call('HDEL', KEYS[1], ARGV[j]) end
+redis.call('HSET', KEYS[1], 'status', 'ready')
+return 1`)
+
+// newToken returns a fresh random token.
+func newToken() string {
 	tok := make([]byte, 8)
 	_, _ = rand.Read(tok)
-	token := hex.EncodeToString(tok)
-	got, err := pauseScript.Run(ctx, rdb, []string{keys.Meta()}, token, strings.Join(names, ",")).Text()
-	if err != nil {
-		return fmt.Errorf("pause the consumers: %w", err)
-	}
-	if got != "ok" {
-		return fmt.Errorf("refusing: %s says status %q; only projections that are ready can be rebuilt while consumers run", keys.Meta(), got)
-	}
-	resumed, touched := false, false
-	defer func() {
-		if resumed { // let the consumers go on; rerun to complete the projections
-			return
-		}
-		_ = resumeScript.Run(context.WithoutCancel(ctx), rdb, []string{keys.Meta()}, token).Err()
-		if touched {
-			log.Error("rebuild did not finish: the consumers resumed and the projections are incomplete; run the replayer again", zap.Strings("projections", names))
-		} else {
-			log.Error("rebuild did not start: the consumers resumed and nothing was changed", zap.Strings("projections", names))
-		}
-	}()
-	log.Info("consumers paused: waiting for every consumer to finish its batch in flight", zap.String("token", token))
-	if err := waitAcks(ctx, rdb, cfg.Redis.KeyPrefix, token); err != nil {
-		return err
-	}
-	wms, err := rdb.HGetAll(ctx, keys.Watermarks()).Result()
-	if err != nil {
-		return fmt.Errorf("read consumer watermarks: %w", err)
-	}
-	plan, err := planRanges(ctx, cfg, true)
-	if err != nil {
-		return err
-	}
-	complete, marked := splitAt(plan, wms)
-	log.Info("replay plan", zap.Strings("projections", names), zap.String("complete", complete.String()), zap.String("after_watermarks", marked.String()))
-	touched = true
-	if sum.Wiped, err = wipe(ctx, rdb, patterns(cfg.Redis.KeyPrefix, names)); err != nil {
-		return fmt.Errorf("wipe %v: %w", names, err)
-	}
-	rwm := keys.Global("px:rwm")
-	if err := rdb.Del(ctx, rwm).Err(); err != nil {
-		return fmt.Errorf("reset %s: %w", rwm, err)
-	}
-	prog := newProgress(opts.Progress, opts.Terminal, complete.total()+marked.total())
-	planner, sel, err := selection(cfg, names, rwm)
-	if err != nil {
-		return err
-	}
-	for _, step := range []struct {
-		plan ranges
-		mode apply.RebuildMode
-	}{{complete, apply.RebuildAll}, {marked, apply.RebuildMarked}} {
-		a := apply.NewRebuilder(rdb, planner, applyOptions(cfg), sel, step.mode)
-		if err := a.LoadScript(ctx); err != nil {
-			return err
-		}
-		if err := readAndApply(ctx, cfg, step.plan, batchOr(opts.BatchSize, RebuildBatch), a, sum, prog); err != nil {
-			return err
-		}
-	}
-	prog.done()
-	ok, err := resumeScript.Run(ctx, rdb, []string{keys.Meta()}, token).Int()
-	if err != nil {
-		return fmt.Errorf("resume the consumers: %w", err)
-	}
-	resumed = true
-	if ok != 1 { // the meta hash changed under us: Redis lost data, or another replayer took over
-		return fmt.Errorf("%s no longer holds this replayer's pause; the consumers follow its status now (check it)", keys.Meta())
-	}
-	log.Info("consumers resumed", zap.Strings("projections", names))
-	if err := rdb.Del(ctx, rwm).Err(); err != nil {
-		log.Warn("remove replay watermarks", zap.String("key", rwm), zap.Error(err))
-	}
-	return nil
+	return hex.EncodeToString(tok)
 }
 
-// waitAcks waits until every running consumer acknowledged the pause token.
+// handover hands the rebuilt projections back to the consumers with them
+// paused between batches, and returns how long they were paused:
+//  0. (consumers running) a sync token that every live consumer acknowledges
+//     (and the chase again when that took long);
+//  1. status paused with a fresh token; once every live consumer
+//     acknowledged it, no batch of theirs is in flight;
+//  2. W = the consumers' watermarks: the records up to W that the chase has
+//     not replayed yet are replayed (RebuildAll);
+//  3. the records after W up to batch.max_events per partition get their
+//     user writes where their marker names them (RebuildMarked: a consumer
+//     applied the user phase of their batch and crashed before its global
+//     phase; the batch comes again and writes nothing more for its users);
+//  4. one script deletes the holds and the rebuild's fields and sets status
+//     ready, if the pause and the lease are still this replayer's and no
+//     watermark moved since 2 (else 2-4 run again).
+//
+// From then on the consumers write the projections for every record after W.
+func (r *rebuildRun) handover(ctx context.Context) (time.Duration, error) {
+	// Wait (with the consumers running) until the entries of consumers that
+	// died are ignored, so that the pause waits only for live ones.
+	sync, since := newToken(), time.Now()
+	if err := r.rdb.HSet(ctx, r.keys.Meta(), apply.SyncField, sync).Err(); err != nil {
+		return 0, fmt.Errorf("set the sync token: %w", err)
+	}
+	if err := waitAcks(ctx, r.rdb, r.cfg.Redis.KeyPrefix, sync); err != nil {
+		return 0, err
+	}
+	if time.Since(since) > time.Second { // (a dead consumer's entry) catch up again first
+		if err := r.chase(ctx); err != nil {
+			return 0, err
+		}
+	}
+	token := newToken()
+	got, err := pauseScript.Run(ctx, r.rdb, []string{r.keys.Meta()}, token, strings.Join(r.names, ",")).Text()
+	if err != nil {
+		return 0, fmt.Errorf("pause the consumers: %w", err)
+	}
+	if got != "ok" {
+		return 0, fmt.Errorf("refusing: %s says status %q; only projections that are ready can be rebuilt while consumers run", r.keys.Meta(), got)
+	}
+	paused := time.Now()
+	released := false
+	defer func() {
+		if !released { // the consumers go on (the holds stay); a rerun resumes
+			_ = resumeScript.Run(context.WithoutCancel(ctx), r.rdb, []string{r.keys.Meta()}, token).Err()
+		}
+	}()
+	r.log.Info("handover: consumers paused, waiting for every consumer to finish its batch in flight", zap.String("token", token))
+	if err := waitAcks(ctx, r.rdb, r.cfg.Redis.KeyPrefix, token); err != nil {
+		return 0, err
+	}
+	r.log.Info("handover: every consumer acknowledged the pause", zap.Duration("after", time.Since(paused)))
+	for {
+		wms, err := r.rdb.HGetAll(ctx, r.keys.Watermarks()).Result()
+		if err != nil {
+			return 0, fmt.Errorf("read consumer watermarks: %w", err)
+		}
+		last, err := r.pending(ctx, wms)
+		if err != nil {
+			return 0, err
+		}
+		if err := r.replay(ctx, last, apply.RebuildAll); err != nil {
+			return 0, err
+		}
+		marked, err := r.afterWatermarks(ctx, wms)
+		if err != nil {
+			return 0, err
+		}
+		if err := r.replay(ctx, marked, apply.RebuildMarked); err != nil {
+			return 0, err
+		}
+		r.log.Info("handover: replayed up to the consumers' watermarks and the marked records after them",
+			zap.Int64("records", last.total()), zap.Int64("after_watermarks_read", marked.total()), zap.Duration("after", time.Since(paused)))
+		args := []any{token, r.lease.token, len(wms)}
+		for f, v := range wms {
+			args = append(args, f, v)
+		}
+		for _, f := range r.metaFields() {
+			args = append(args, f)
+		}
+		ok, err := handBack.Run(ctx, r.rdb, []string{r.keys.Meta(), r.keys.Watermarks(), r.keys.Lease()}, args...).Int()
+		switch {
+		case err != nil:
+			return 0, fmt.Errorf("hand the projections back: %w", err)
+		case ok == 1:
+			released = true
+			return time.Since(paused), nil
+		case ok == -1:
+			return 0, fmt.Errorf("%s no longer holds this replayer's pause; the consumers follow its status now (check it)", r.keys.Meta())
+		case ok == -2:
+			return 0, fmt.Errorf("lost the lease %s (the replayer stalled for more than %v); run the same command again", r.keys.Lease(), rebuildLeaseTTL)
+		}
+		r.log.Info("handover: a consumer completed a batch during the pause; replaying up to its watermark")
+	}
+}
+
+// metaFields are the meta fields a rebuild of r.names sets, deleted at its end.
+func (r *rebuildRun) metaFields() []string {
+	fields := []string{apply.RebuildField, rebuildIDField, rebuildWipedField, apply.SyncField, apply.PauseField, "pause_projections"}
+	for _, n := range r.names {
+		fields = append(fields, apply.HoldField(n))
+	}
+	return append(fields, progressFields...)
+}
+
+// afterWatermarks returns, per partition, the records after its consumer
+// watermark in wms, up to batch.max_events of them (the most a consumer's
+// batch holds).
+func (r *rebuildRun) afterWatermarks(ctx context.Context, wms map[string]string) (ranges, error) {
+	plan, err := planRanges(ctx, r.cfg, true)
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range plan {
+		if w, ok := offsetOf(wms, s); ok {
+			s.First = max(s.First, w+1)
+		}
+		s.End = max(s.First, min(s.End, s.First+int64(r.cfg.Batch.MaxEvents)))
+		plan[i] = s
+	}
+	return plan, nil
+}
+
+// offsetOf parses the offset that hash fields m hold for span s's partition.
+func offsetOf(m map[string]string, s span) (int64, bool) {
+	v, ok := m[s.Topic+":"+strconv.Itoa(s.Partition)]
+	if !ok {
+		return 0, false
+	}
+	o, err := strconv.ParseInt(v, 10, 64)
+	return o, err == nil
+}
+
+// waitAcks waits until every running consumer acknowledged the token.
 func waitAcks(ctx context.Context, rdb redis.UniversalClient, prefix, token string) error {
 	deadline := time.Now().Add(ackTimeout)
 	for {
@@ -145,32 +209,14 @@ func waitAcks(ctx context.Context, rdb redis.UniversalClient, prefix, token stri
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("consumers %s did not acknowledge the pause within %s; nothing was rebuilt", strings.Join(missing, ", "), ackTimeout)
+			return fmt.Errorf("consumers %s did not acknowledge token %s within %s", strings.Join(missing, ", "), token, ackTimeout)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(25 * time.Millisecond): // the pause lasts at least this long
 		}
 	}
-}
-
-// splitAt splits each span at its partition's watermark: records up to the
-// watermark (complete batches) and those after it.
-func splitAt(plan ranges, wms map[string]string) (ranges, ranges) {
-	var complete, after ranges
-	for _, s := range plan {
-		cut := s.First
-		if v, ok := wms[s.Topic+":"+strconv.Itoa(s.Partition)]; ok {
-			if w, err := strconv.ParseInt(v, 10, 64); err == nil {
-				cut = min(max(w+1, s.First), s.End)
-			}
-		}
-		c, a := s, s
-		c.End, a.First = cut, cut
-		complete, after = append(complete, c), append(after, a)
-	}
-	return complete, after
 }
 
 // selection is what a replay of the named projections applies with: a

@@ -1,42 +1,108 @@
 package replay
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
-// progress shows events done of total, events/s and ETA: a redrawn bar on a
-// terminal, a line every 2 seconds otherwise.
+// Progress fields of px:meta:{g} (docs/contract.md section 9): records done
+// of the run's total, the rate of this process in records/s, and when they
+// were written (Unix ms). The read side shows them while projections are
+// rebuilt.
+const (
+	FieldDone      = "rebuild_done"
+	FieldTotal     = "rebuild_total"
+	FieldRate      = "rebuild_rate"
+	FieldUpdatedMs = "rebuild_updated_ms"
+)
+
+// progressFields are the progress fields, to delete when a replay ends.
+var progressFields = []string{FieldDone, FieldTotal, FieldRate, FieldUpdatedMs}
+
+// publishEvery is the least time between two writes of the progress into Redis.
+const publishEvery = time.Second
+
+// progress shows records done of total, records/s and ETA: a redrawn bar on
+// a terminal, a line every 2 seconds otherwise; with publishTo it also
+// writes them into px:meta:{g} at most every second and at the end. It is
+// safe for concurrent use.
 type progress struct {
 	out      io.Writer
 	terminal bool
 	total    int64
-	doneN    int64
-	start    time.Time
-	last     time.Time
+	now      func() time.Time
+
+	mu        sync.Mutex
+	doneN     int64 // records done, including those done by an earlier run (resumed)
+	fromN     int64 // records done when this run started
+	start     time.Time
+	last      time.Time
+	published time.Time
+
+	pubCtx context.Context
+	rdb    redis.UniversalClient
+	meta   string
 }
 
 func newProgress(out io.Writer, terminal bool, total int64) *progress {
 	now := time.Now()
-	return &progress{out: out, terminal: terminal, total: total, start: now, last: now}
+	return &progress{out: out, terminal: terminal, total: total, now: time.Now, start: now, last: now}
+}
+
+// resumeAt counts done records an earlier, interrupted run applied.
+func (p *progress) resumeAt(done int64) *progress {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.doneN, p.fromN = done, done
+	return p
+}
+
+// grow adds n records to the total (a rebuild's chase learns it round by round).
+func (p *progress) grow(n int64) {
+	p.mu.Lock()
+	p.total += n
+	p.mu.Unlock()
+}
+
+// publishTo makes the progress also go to the meta hash key through rdb
+// (written with ctx), starting now.
+func (p *progress) publishTo(ctx context.Context, rdb redis.UniversalClient, key string) *progress {
+	p.mu.Lock()
+	p.pubCtx, p.rdb, p.meta = ctx, rdb, key
+	p.mu.Unlock()
+	p.publish(true)
+	return p
 }
 
 func (p *progress) add(n int64) {
+	p.mu.Lock()
 	p.doneN += n
-	if now := time.Now(); now.Sub(p.last) >= 2*time.Second || (p.terminal && now.Sub(p.last) >= 200*time.Millisecond) {
+	now := p.now()
+	show := now.Sub(p.last) >= 2*time.Second || (p.terminal && now.Sub(p.last) >= 200*time.Millisecond)
+	if show {
 		p.last = now
-		p.print()
+		p.printLocked()
 	}
+	p.mu.Unlock()
+	p.publish(false)
 }
 
-func (p *progress) print() {
+// rate is this run's records per second.
+func (p *progress) rateLocked() float64 {
+	return float64(p.doneN-p.fromN) / max(p.now().Sub(p.start).Seconds(), 1e-9)
+}
+
+func (p *progress) printLocked() {
 	if p.out == nil {
 		return
 	}
-	secs := max(time.Since(p.start).Seconds(), 1e-9)
-	rate := float64(p.doneN) / secs
+	rate := p.rateLocked()
 	eta := "?"
 	if rate > 0 {
 		eta = (time.Duration(float64(p.total-p.doneN)/rate) * time.Second).Round(time.Second).String()
@@ -53,9 +119,28 @@ func (p *progress) print() {
 	fmt.Fprintf(p.out, "replay progress: %d/%d events (%.1f%%), %.0f ev/s, ETA %s\n", p.doneN, p.total, 100*frac, rate, eta)
 }
 
+// publish writes the progress into the meta hash when publishing and a
+// second passed since the last write (or always when force), under the lock
+// so that writes land in order. A failed write is left for the next one: the
+// progress is for people, the replay goes on.
+func (p *progress) publish(force bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	if p.rdb == nil || (!force && now.Sub(p.published) < publishEvery) {
+		return
+	}
+	p.published = now
+	_ = p.rdb.HSet(p.pubCtx, p.meta, FieldDone, p.doneN, FieldTotal, p.total, FieldRate, int64(p.rateLocked()),
+		FieldUpdatedMs, now.UnixMilli()).Err()
+}
+
 func (p *progress) done() {
-	p.print()
+	p.mu.Lock()
+	p.printLocked()
 	if p.terminal && p.out != nil {
 		fmt.Fprintln(p.out)
 	}
+	p.mu.Unlock()
+	p.publish(true)
 }

@@ -19,10 +19,10 @@ import (
 
 // span is the part of one partition the replay reads: [First, End).
 type span struct {
-	Topic     string
-	Partition int
-	First     int64
-	End       int64
+	Topic     string `json:"topic"`
+	Partition int    `json:"partition"`
+	First     int64  `json:"first"`
+	End       int64  `json:"end"`
 }
 
 // ranges is the replay plan.
@@ -120,12 +120,26 @@ type batchApplier interface {
 	Apply(ctx context.Context, recs []apply.Record, ranges []apply.Range) (apply.Result, error)
 }
 
+// readOption is an optional setting of readAndApply.
+type readOption func(*readSettings)
+
+type readSettings struct{ workers int }
+
+// withWorkers makes readAndApply apply the batches of n lanes of partitions
+// concurrently (n < 2: one lane, the default).
+func withWorkers(n int) readOption { return func(s *readSettings) { s.workers = n } }
+
 // readAndApply reads every span at once (one reader per partition) and
-// applies the records in batches of up to batch records across partitions,
-// reading the next batch while the previous one is applied. Each partition's
-// records reach the batches in offset order, which is all the applier's
-// watermarks need.
-func readAndApply(ctx context.Context, cfg config.Config, plan ranges, batch int, a batchApplier, sum *Summary, prog *progress) error {
+// applies the records in batches of up to batch records. The partitions are
+// split into lanes (withWorkers; one by default) that apply their batches
+// concurrently; within a lane the next batch is read while the previous one
+// is applied. Each partition belongs to one lane, so its records reach the
+// batches in offset order, which is all the applier's watermarks need.
+func readAndApply(ctx context.Context, cfg config.Config, plan ranges, batch int, a batchApplier, sum *Summary, prog *progress, opts ...readOption) error {
+	rs := readSettings{workers: 1}
+	for _, o := range opts {
+		o(&rs)
+	}
 	conn, err := kafkaconn.New(cfg.Kafka)
 	if err != nil {
 		return err
@@ -133,12 +147,72 @@ func readAndApply(ctx context.Context, cfg config.Config, plan ranges, batch int
 	defer conn.Close()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	var mu sync.Mutex // guards sum
+	var lanes sync.WaitGroup
+	for _, l := range splitLanes(plan, rs.workers) {
+		lanes.Add(1)
+		go func() {
+			defer lanes.Done()
+			own := Summary{ByType: map[string]int64{}}
+			err := runLane(ctx, conn, cfg, l, batch, a, &own, prog)
+			mu.Lock()
+			sum.add(own)
+			mu.Unlock()
+			if err != nil {
+				cancel(err)
+			}
+		}()
+	}
+	lanes.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// splitLanes deals the spans that hold records out to at most n lanes by
+// partition number: producers key by user, so partition p of every topic
+// holds the same users, and keeping them in one lane keeps each user's
+// events together in the lane's batches (fewer script calls per event).
+// The partition numbers go the largest first, each to the lane with the
+// fewest records so far.
+func splitLanes(plan ranges, n int) []ranges {
+	byNumber := map[int]ranges{}
+	var numbers []int
+	for _, s := range plan {
+		if s.End > s.First {
+			if _, ok := byNumber[s.Partition]; !ok {
+				numbers = append(numbers, s.Partition)
+			}
+			byNumber[s.Partition] = append(byNumber[s.Partition], s)
+		}
+	}
+	sort.SliceStable(numbers, func(i, j int) bool {
+		a, b := byNumber[numbers[i]].total(), byNumber[numbers[j]].total()
+		return a > b || a == b && numbers[i] < numbers[j]
+	})
+	lanes := make([]ranges, min(max(n, 1), len(numbers)))
+	for _, p := range numbers {
+		least := 0
+		for i := range lanes {
+			if lanes[i].total() < lanes[least].total() {
+				least = i
+			}
+		}
+		lanes[least] = append(lanes[least], byNumber[p]...)
+	}
+	return lanes
+}
+
+// runLane reads the lane's spans (one reader per partition) and applies
+// their records in batches, one batch at a time, reading the next one while
+// the previous one is applied.
+func runLane(ctx context.Context, conn *kafkaconn.Conn, cfg config.Config, lane ranges, batch int, a batchApplier, sum *Summary, prog *progress) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	records := make(chan kafka.Message, 8192)
 	var readers sync.WaitGroup
-	for _, s := range plan {
-		if s.End <= s.First {
-			continue
-		}
+	for _, s := range lane {
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
@@ -156,16 +230,16 @@ func readAndApply(ctx context.Context, cfg config.Config, plan ranges, batch int
 			break
 		}
 	}
-	if err := context.Cause(ctx); err != nil {
-		return err
-	}
-	return nil
+	return context.Cause(ctx)
 }
 
-// readSpan sends the records of one span to out, in offset order.
+// readSpan sends the records of one span to out, in offset order. The
+// reader's fetches wait at most 20 ms for records at the end of the
+// partition: closing it waits for the fetch in flight, and a handover's
+// pause includes that wait (250 ms made it 0.45 s instead of 0.13 s).
 func readSpan(ctx context.Context, conn *kafkaconn.Conn, kc config.KafkaConfig, s span, out chan<- kafka.Message) error {
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: kc.Brokers, Dialer: conn.Dialer(), Topic: s.Topic, Partition: s.Partition,
-		MinBytes: 1, MaxBytes: records.MaxBytes(kc.MaxRecordBytes), MaxWait: 250 * time.Millisecond, QueueCapacity: 1000})
+		MinBytes: 1, MaxBytes: records.MaxBytes(kc.MaxRecordBytes), MaxWait: 20 * time.Millisecond, QueueCapacity: 1000})
 	defer r.Close()
 	if err := r.SetOffset(s.First); err != nil {
 		return fmt.Errorf("seek %s/%d to %d: %w", s.Topic, s.Partition, s.First, err)

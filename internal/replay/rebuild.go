@@ -12,14 +12,14 @@ import (
 
 	"projector/internal/apply"
 	"projector/internal/config"
-	"projector/internal/records"
 	"projector/pkg/projections"
 )
 
-// pauses reports whether rebuilding the named projections pauses the
-// consumers: some of them is not rebuilt by a hold (projections.RebuildHold,
-// only for projections whose keys all live in the {g} slot, which the
-// consumers' global script can hold atomically).
+// pauses reports whether rebuilding the named projections takes the chase
+// (chaseRebuild, with a short pause at its handover): some of them is not
+// rebuilt by a hold alone (projections.RebuildHold, only for projections
+// whose keys all live in the {g} slot, which the consumers' global script
+// can hold atomically; their writes commute).
 func pauses(names []string) bool {
 	for _, n := range names {
 		if s, ok := projections.Lookup(n); !ok || s.Rebuild() != projections.RebuildHold {
@@ -42,9 +42,8 @@ for j = 2 + 2 * n, #ARGV do redis.call('HDEL', KEYS[2], ARGV[j]) end
 return 1`)
 
 // rebuild rebuilds the named projections while the consumers keep running.
-// Projections with per-user keys are rebuilt with the consumers paused
-// between batches (pauseRebuild); global ones are held instead, and the
-// consumers go on with everything else:
+// Selections with per-user keys, and any rebuild a replayer left unfinished
+// after its chase began, take chaseRebuild; global ones alone are held:
 //  1. hold:P = * — from the next batch on, consumers leave P out entirely
 //     (their global script refuses a batch planned under other holds);
 //  2. P's keys are wiped; T = the last offset of every partition now;
@@ -56,14 +55,19 @@ return 1`)
 func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.UniversalClient, names []string, log *zap.Logger) (Summary, error) {
 	start := time.Now()
 	sum := Summary{ByType: map[string]int64{}}
-	perUser := pauses(names)
 	if !opts.Wipe {
 		return sum, fmt.Errorf("refusing: rebuilding %s replaces its keys; pass --wipe --yes", strings.Join(names, ","))
 	}
 	keys := projections.Keys{Prefix: cfg.Redis.KeyPrefix}
-	if st, _ := rdb.HGet(ctx, keys.Meta(), "status").Result(); st == apply.StatusPaused {
-		perUser = true // an earlier pause did not end: finish with the consumers paused
+	meta, err := rdb.HGetAll(ctx, keys.Meta()).Result()
+	if err != nil {
+		return sum, fmt.Errorf("read %s: %w", keys.Meta(), err)
 	}
+	joined := strings.Join(names, ",")
+	if cur := meta[apply.RebuildField]; cur != "" && cur != joined {
+		return sum, fmt.Errorf("refusing: a rebuild of %s is pending in %s; finish it first (run the replayer with --projections %s --wipe --yes)", cur, keys.Meta(), cur)
+	}
+	chase := pauses(names) || meta[rebuildIDField] != ""
 	plan, err := planRanges(ctx, cfg, true)
 	if err != nil {
 		return sum, err
@@ -72,24 +76,53 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 		return sum, fmt.Errorf("refusing: Kafka no longer holds the beginning of the log (%s); pass --allow-partial to rebuild from what is left", strings.Join(gaps, ", "))
 	}
 	if opts.DryRun {
-		how := "hold them in the consumers"
-		if perUser {
-			how = "pause the consumers between batches"
+		how := "hold them in the consumers, wipe %v, replay them from %s up to the end of the log, then hand them back\n"
+		if chase {
+			how = "hold them in the consumers, wipe %v, replay them from %s up to the consumers' watermarks while the consumers go on, then hand them back with the consumers paused for the last records\n"
 		}
-		fmt.Fprintf(opts.Progress, "dry run: would %s, wipe %v, replay them from %s up to the consumers' watermarks, then hand them back\n",
-			how, patterns(cfg.Redis.KeyPrefix, names), plan.String())
+		if meta[rebuildWipedField] != "" {
+			how = "resume the interrupted rebuild (no wipe of %v) from its checkpoints in %s (log: %s), then hand them back\n"
+			fmt.Fprintf(opts.Progress, how, patterns(cfg.Redis.KeyPrefix, names), keys.Global("px:rwm"), plan.String())
+			return sum, nil
+		}
+		fmt.Fprintf(opts.Progress, "dry run: would "+how, patterns(cfg.Redis.KeyPrefix, names), plan.String())
 		return sum, nil
 	}
-	l, err := acquireLease(ctx, rdb, keys.Global("px:lease"), records.ProcessName(), 30*time.Second)
+	if meta[apply.RebuildField] != "" && rdb.Exists(ctx, keys.Lease()).Val() > 0 {
+		fmt.Fprintf(opts.Progress, "a rebuild of %s is pending: waiting up to %v for the lease %s of the replayer that ran it\n",
+			meta[apply.RebuildField], rebuildLeaseTTL, keys.Lease())
+	}
+	l, err := waitLease(ctx, rdb, keys.Lease(), rebuildLeaseTTL)
 	if err != nil {
 		return sum, err
 	}
 	defer l.release(context.WithoutCancel(ctx))
-	if perUser {
-		err := pauseRebuild(ctx, cfg, opts, rdb, names, &sum, log)
+	rwm := keys.Global("px:rwm")
+	planner, sel, err := selection(cfg, names, rwm)
+	if err != nil {
+		return sum, err
+	}
+	if chase {
+		r := &rebuildRun{cfg: cfg, opts: opts, rdb: rdb, keys: keys, names: names, lease: l, planner: planner, sel: sel,
+			sum: &sum, prog: newProgress(opts.Progress, opts.Terminal, 0).publishTo(ctx, rdb, keys.Meta()), log: log}
+		err := chaseRebuild(ctx, r)
+		if err != nil {
+			log.Error("rebuild interrupted: the consumers go on without the projections; run the same command again to resume it",
+				zap.Strings("projections", names), zap.Error(err))
+		}
 		sum.Duration = time.Since(start)
 		return sum, err
 	}
+	err = holdRebuild(ctx, cfg, opts, rdb, names, planner, sel, &sum, log)
+	sum.Duration = time.Since(start)
+	return sum, err
+}
+
+// holdRebuild rebuilds global projections alone by holding them (see rebuild).
+func holdRebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.UniversalClient, names []string,
+	planner *projections.Planner, sel apply.Selection, sum *Summary, log *zap.Logger) error {
+	keys := projections.Keys{Prefix: cfg.Redis.KeyPrefix}
+	rwm := sel.WatermarkKey
 	var holdFields []string
 	setHolds := func(value string) error {
 		var vals []any
@@ -101,8 +134,12 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 	for _, n := range names {
 		holdFields = append(holdFields, apply.HoldField(n))
 	}
+	holdFields = append(append(holdFields, apply.RebuildField), progressFields...)
+	if err := rdb.HSet(ctx, keys.Meta(), apply.RebuildField, strings.Join(names, ",")).Err(); err != nil {
+		return fmt.Errorf("mark %v rebuilding: %w", names, err)
+	}
 	if err := setHolds(apply.HoldAll); err != nil {
-		return sum, fmt.Errorf("hold %v: %w", names, err)
+		return fmt.Errorf("hold %v: %w", names, err)
 	}
 	released := false
 	defer func() {
@@ -113,35 +150,30 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 	}()
 	wiped, err := wipe(ctx, rdb, patterns(cfg.Redis.KeyPrefix, names))
 	if err != nil {
-		return sum, fmt.Errorf("wipe %v: %w", names, err)
+		return fmt.Errorf("wipe %v: %w", names, err)
 	}
 	sum.Wiped = wiped
-	rwm := keys.Global("px:rwm")
 	if err := rdb.Del(ctx, rwm).Err(); err != nil {
-		return sum, fmt.Errorf("reset %s: %w", rwm, err)
+		return fmt.Errorf("reset %s: %w", rwm, err)
 	}
-	plan, err = planRanges(ctx, cfg, true)
+	plan, err := planRanges(ctx, cfg, true)
 	if err != nil {
-		return sum, err
+		return err
 	}
 	upTo := map[string]int64{}
 	for _, s := range plan {
 		upTo[s.Topic+":"+strconv.Itoa(s.Partition)] = s.End - 1
 	}
 	if err := setHolds(apply.HoldUpTo(upTo)); err != nil {
-		return sum, fmt.Errorf("hold %v up to %s: %w", names, plan.String(), err)
-	}
-	planner, sel, err := selection(cfg, names, rwm)
-	if err != nil {
-		return sum, err
+		return fmt.Errorf("hold %v up to %s: %w", names, plan.String(), err)
 	}
 	applier := apply.NewCheckOnly(rdb, planner, applyOptions(cfg), sel)
 	if err := applier.LoadScript(ctx); err != nil {
-		return sum, err
+		return err
 	}
-	prog := newProgress(opts.Progress, opts.Terminal, plan.total())
-	if err := readAndApply(ctx, cfg, plan, batchOr(opts.BatchSize, RebuildBatch), applier, &sum, prog); err != nil {
-		return sum, err
+	prog := newProgress(opts.Progress, opts.Terminal, plan.total()).publishTo(ctx, rdb, keys.Meta())
+	if err := readAndApply(ctx, cfg, plan, batchOr(opts.BatchSize, RebuildBatch), applier, sum, prog); err != nil {
+		return err
 	}
 	args := []any{len(upTo)}
 	for f, o := range upTo {
@@ -154,7 +186,7 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 	for {
 		ok, err := releaseHold.Run(ctx, rdb, []string{keys.Watermarks(), keys.Meta()}, args...).Int()
 		if err != nil {
-			return sum, fmt.Errorf("release hold: %w", err)
+			return fmt.Errorf("release hold: %w", err)
 		}
 		if ok == 1 {
 			released = true
@@ -167,7 +199,7 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 		}
 		select {
 		case <-ctx.Done():
-			return sum, ctx.Err()
+			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -175,6 +207,5 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 	if err := rdb.Del(ctx, rwm).Err(); err != nil {
 		log.Warn("remove replay watermarks", zap.String("key", rwm), zap.Error(err))
 	}
-	sum.Duration = time.Since(start)
-	return sum, nil
+	return nil
 }

@@ -1,6 +1,8 @@
 // Package replay rebuilds projections from the canonical event log in Kafka
 // after Redis lost data (docs/contract.md section 6), with the consumer's own planner and
-// applier, and hands over to the consumers through the watermarks it leaves.
+// applier, and hands over to the consumers through the watermarks it leaves. A
+// replay records its plan in Redis, so that a rerun after a crash continues it
+// from those watermarks.
 package replay
 
 import (
@@ -8,10 +10,10 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"projector/internal/app"
@@ -37,8 +39,11 @@ type Options struct {
 	DryRun bool
 	// BatchSize is the number of records applied per batch (0: FullBatch
 	// after a data loss, when the consumers wait anyway; RebuildBatch for a
-	// rebuild of some projections, which pauses the consumers per batch).
+	// rebuild of some projections next to running consumers).
 	BatchSize int
+	// Parallel is the number of lanes of partitions whose batches are applied
+	// concurrently after a data loss (0: DefaultParallel).
+	Parallel int
 	// Progress receives progress lines (a terminal bar when Terminal).
 	Progress *os.File
 	Terminal bool
@@ -52,7 +57,23 @@ type Summary struct {
 	Poison     int64
 	Writes     int64
 	Wiped      int64
-	Duration   time.Duration
+	// Before counts the records an interrupted run applied (resumed).
+	Before   int64
+	Duration time.Duration
+}
+
+// add adds the counts of o.
+func (s *Summary) add(o Summary) {
+	if s.ByType == nil {
+		s.ByType = map[string]int64{}
+	}
+	for t, n := range o.ByType {
+		s.ByType[t] += n
+	}
+	s.Events += o.Events
+	s.Duplicates += o.Duplicates
+	s.Poison += o.Poison
+	s.Writes += o.Writes
 }
 
 // String formats the final summary.
@@ -61,18 +82,33 @@ func (s Summary) String() string {
 	for t, n := range s.ByType {
 		types = append(types, fmt.Sprintf("%s=%d", t, n))
 	}
-	return fmt.Sprintf("replayed %d records in %v (%.0f ev/s): applied {%s}, duplicates %d, poison %d, writes %d, keys wiped first %d",
+	sort.Strings(types)
+	line := fmt.Sprintf("replayed %d records in %v (%.0f ev/s): applied {%s}, duplicates %d, poison %d, writes %d, keys wiped first %d",
 		s.Events, s.Duration.Round(time.Millisecond), float64(s.Events)/max(s.Duration.Seconds(), 1e-9),
 		strings.Join(types, " "), s.Duplicates, s.Poison, s.Writes, s.Wiped)
+	if s.Before > 0 {
+		line += fmt.Sprintf(", resumed after %d records applied by the interrupted run", s.Before)
+	}
+	return line
 }
 
 // Default batch sizes. A full replay's batch holds more events per user (fewer
 // script calls and commands per event: 50,000 replays about 1.35x as fast as
-// 10,000, BENCHMARKS.md); a rebuild keeps the consumers' pauses short.
+// 10,000, BENCHMARKS.md); a rebuild next to running consumers keeps each
+// batch's global script call short, since live batches wait behind it.
 const (
 	FullBatch    = 50_000
 	RebuildBatch = 10_000
 )
+
+// DefaultParallel is the replay's default number of lanes (Options.Parallel).
+// On the 2-core machine of BENCHMARKS.md section 4.5, where Redis, Kafka and
+// the replayer share the cores, more lanes were not faster and cost more CPU
+// and memory per lane.
+const DefaultParallel = 1
+
+// parallelOr returns n, or DefaultParallel when n is not set.
+func parallelOr(n int) int { return batchOr(n, DefaultParallel) }
 
 // batchOr returns n, or def when n is not set.
 func batchOr(n, def int) int {
@@ -86,7 +122,8 @@ func batchOr(n, def int) int {
 // why) when a server's maxmemory-policy evicts keys (*redischeck.EvictionError,
 // unless redis.allow_eviction), when nothing was lost, when another replayer
 // runs, or when Kafka no longer holds the beginning of the log (unless
-// AllowPartial).
+// AllowPartial). A replay that was interrupted (status rebuilding with a
+// recorded plan) is continued from the global watermarks, without a wipe.
 func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) (Summary, error) {
 	start := time.Now()
 	sum := Summary{ByType: map[string]int64{}}
@@ -100,10 +137,11 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 		return sum, err
 	}
 	keys := projections.Keys{Prefix: cfg.Redis.KeyPrefix}
-	status, err := rdb.HGet(ctx, keys.Meta(), "status").Result()
-	if err != nil && err != redis.Nil {
+	meta, err := rdb.HGetAll(ctx, keys.Meta()).Result()
+	if err != nil {
 		return sum, fmt.Errorf("read %s: %w", keys.Meta(), err)
 	}
+	status := meta["status"]
 	diffs, err := fingerprint.Disagreements(ctx, rdb, cfg.Redis.KeyPrefix, fingerprint.Of(cfg))
 	if err != nil {
 		return sum, err
@@ -117,37 +155,48 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 		}
 		return rebuild(ctx, cfg, opts, rdb, projections.EnabledNames(sel), log)
 	}
-	plan, err := planRanges(ctx, cfg, opts.ToLatest)
-	if err != nil {
-		return sum, err
-	}
-	if gaps := plan.gaps(); len(gaps) > 0 && !opts.AllowPartial {
-		return sum, fmt.Errorf("refusing: Kafka no longer holds the beginning of the log (%s); the rebuilt projections would miss those events; pass --allow-partial to rebuild from what is left", strings.Join(gaps, ", "))
-	}
 	names := projections.EnabledNames(sel)
 	if all := projections.EnabledNames(cfg.Projections); len(names) != len(all) {
 		return sum, fmt.Errorf("refusing: after Redis lost its data every enabled projection (%s) is rebuilt; --projections selects projections to rebuild while Redis is intact", strings.Join(all, ","))
 	}
-	log.Info("replay plan", zap.Strings("projections", names), zap.Int64("records", plan.total()), zap.String("ranges", plan.String()))
-	if opts.DryRun {
-		fmt.Fprintf(opts.Progress, "dry run: would wipe %v and bookkeeping, read %d records (%s), rebuild %v, then mark %s ready\n",
-			patterns(cfg.Redis.KeyPrefix, names), plan.total(), plan.String(), names, keys.Meta())
-		return sum, nil
+	rec, err := interrupted(meta, names, keys.Meta())
+	if err != nil {
+		return sum, err
 	}
-	l, err := acquireLease(ctx, rdb, keys.Global("px:lease"), records.ProcessName(), 30*time.Second)
+	plan, toLatest := ranges(nil), opts.ToLatest
+	if rec != nil {
+		plan, toLatest = rec.Spans, rec.ToLatest
+	} else {
+		if plan, err = planRanges(ctx, cfg, opts.ToLatest); err != nil {
+			return sum, err
+		}
+		if gaps := plan.gaps(); len(gaps) > 0 && !opts.AllowPartial {
+			return sum, fmt.Errorf("refusing: Kafka no longer holds the beginning of the log (%s); the rebuilt projections would miss those events; pass --allow-partial to rebuild from what is left", strings.Join(gaps, ", "))
+		}
+	}
+	log.Info("replay plan", zap.Strings("projections", names), zap.Int64("records", plan.total()), zap.String("ranges", plan.String()),
+		zap.Bool("resumed", rec != nil))
+	if opts.DryRun {
+		return sum, dryRun(ctx, opts.Progress, rdb, cfg.Redis.KeyPrefix, names, plan, rec != nil)
+	}
+	l, err := acquireLease(ctx, rdb, keys.Global("px:lease"), records.ProcessName(), LeaseTTL)
 	if err != nil {
 		return sum, err
 	}
 	defer l.release(context.WithoutCancel(ctx))
-	if err := rdb.HSet(ctx, keys.Meta(), "status", apply.StatusRebuilding, "rebuild_started_ms", time.Now().UnixMilli()).Err(); err != nil {
-		return sum, fmt.Errorf("mark %s rebuilding: %w", keys.Meta(), err)
+	todo := plan
+	if rec == nil {
+		if sum.Wiped, err = startReplay(ctx, rdb, cfg.Redis.KeyPrefix, replayPlan{Projections: names, ToLatest: toLatest, Spans: plan}); err != nil {
+			return sum, err
+		}
+	} else if todo, err = resumeReplay(ctx, rdb, keys, meta[FieldPlan], plan); err != nil {
+		return sum, err
 	}
-	// Whatever consumers wrote after the loss is partial: start from nothing.
-	wiped, err := wipe(ctx, rdb, append(patterns(cfg.Redis.KeyPrefix, projections.Names()), bookkeeping(cfg.Redis.KeyPrefix)...))
-	if err != nil {
-		return sum, fmt.Errorf("wipe partial state: %w", err)
+	sum.Before = plan.total() - todo.total()
+	if rec != nil {
+		fmt.Fprintf(opts.Progress, "resuming the interrupted replay recorded in %s: %d of %d records were applied before; reading %d (%s)\n",
+			keys.Meta(), sum.Before, plan.total(), todo.total(), todo.String())
 	}
-	sum.Wiped = wiped
 	planner, err := projections.NewPlanner(sel, cfg.Location, cfg.Redis.KeyPrefix)
 	if err != nil {
 		return sum, err
@@ -157,8 +206,8 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 	if err := applier.LoadScript(ctx); err != nil {
 		return sum, err
 	}
-	prog := newProgress(opts.Progress, opts.Terminal, plan.total())
-	if err := readAndApply(ctx, cfg, plan, batchOr(opts.BatchSize, FullBatch), applier, &sum, prog); err != nil {
+	prog := newProgress(opts.Progress, opts.Terminal, plan.total()).resumeAt(sum.Before).publishTo(ctx, rdb, keys.Meta())
+	if err := readAndApply(ctx, cfg, todo, batchOr(opts.BatchSize, FullBatch), applier, &sum, prog, withWorkers(parallelOr(opts.Parallel))); err != nil {
 		return sum, err
 	}
 	prog.done()
@@ -167,15 +216,13 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 		return sum, fmt.Errorf("rebuild dead-letter marks: %w", err)
 	}
 	log.Info("dead-letter marks rebuilt", zap.Int("dead_letters_read", dead))
-	if opts.ToLatest {
+	if toLatest {
 		if err := commitOffsets(ctx, cfg, plan); err != nil {
 			return sum, err
 		}
 	}
-	if err := rdb.HSet(ctx, keys.Meta(), "status", apply.StatusReady, "replayed_ms", time.Now().UnixMilli(),
-		"replayed_records", sum.Events, "group", cfg.Kafka.GroupID, "time_zone", cfg.TimeZone,
-		"projections", strings.Join(names, ",")).Err(); err != nil {
-		return sum, fmt.Errorf("mark %s ready: %w", keys.Meta(), err)
+	if err := finishReplay(ctx, rdb, cfg, names, sum.Before+sum.Events); err != nil {
+		return sum, err
 	}
 	sum.Duration = time.Since(start)
 	return sum, nil

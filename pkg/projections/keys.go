@@ -33,3 +33,11 @@ func (k Keys) NodeWatermarks(tag string) string { return k.Prefix + "px:nwm:{" +
 
 // Meta is `px:meta:{g}`, the hash recording that projections exist.
 func (k Keys) Meta() string { return k.Global("px:meta") }
+
+// Lease is `px:lease:{g}`, the running replayer's lease.
+func (k Keys) Lease() string { return k.Global("px:lease") }
+
+// RebuildWatermarks is `px:rwm:{u:<user>}`, the hash of per-partition
+// offsets up to which a replayer rebuilding projections next to running
+// consumers applied the user's writes (so a resumed rebuild applies none twice).
+func (k Keys) RebuildWatermarks(user string) string { return k.User("px:rwm", user) }

@@ -35,7 +35,8 @@ type RebuildMode uint8
 
 // The rebuild modes.
 const (
-	// RebuildPause pauses the consumers between batches.
+	// RebuildPause rebuilds by a chase with the consumers running, handed
+	// back with them paused for a moment (docs/contract.md section 6.2).
 	RebuildPause RebuildMode = iota + 1
 	// RebuildHold holds the projection in the consumers' global script, which
 	// can leave it out atomically only because all its keys are in `{g}`.

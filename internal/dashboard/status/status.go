@@ -64,9 +64,12 @@ type Status struct {
 	// Projections is the status field of px:meta:{g} (ready, rebuilding,
 	// ...), or "missing" when Redis holds no projections.
 	Projections string `json:"projections"`
-	// Holds lists the projections being rebuilt next to running consumers.
-	Holds     []string   `json:"holds"`
-	Consumers []Consumer `json:"consumers"`
+	// Holds lists the global projections held for a rebuild next to
+	// running consumers.
+	Holds []string `json:"holds"`
+	// Rebuilding lists the projections being rebuilt, with progress.
+	Rebuilding []Rebuild  `json:"rebuilding"`
+	Consumers  []Consumer `json:"consumers"`
 	// Alive counts the consumers refreshed within fingerprint.TTL.
 	Alive int `json:"alive"`
 	Lag   Lag `json:"lag"`
@@ -132,7 +135,7 @@ func (m *Monitor) Status(ctx context.Context) (Status, error) {
 	}); err != nil {
 		return Status{}, fmt.Errorf("read consumer status: %w", err)
 	}
-	s := Status{Projections: "missing", Holds: []string{}, Consumers: []Consumer{}}
+	s := Status{Projections: "missing", Holds: []string{}, Rebuilding: []Rebuild{}, Consumers: []Consumer{}}
 	for k, v := range meta.Val() {
 		switch {
 		case k == "status":
@@ -154,6 +157,7 @@ func (m *Monitor) Status(ctx context.Context) (Status, error) {
 		s.Consumers = append(s.Consumers, c)
 	}
 	sort.Strings(s.Holds)
+	s.Rebuilding = rebuilds(meta.Val(), m.opts.Now())
 	sort.Slice(s.Consumers, func(i, j int) bool { return s.Consumers[i].Process < s.Consumers[j].Process })
 	m.mu.Lock()
 	s.Lag = m.lag

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"projector/internal/fingerprint"
+	"projector/internal/replay"
 	"projector/internal/testredis"
 )
 
@@ -80,5 +81,44 @@ func TestStatusWithoutKafkaOrProjections(t *testing.T) {
 	}
 	if s.Projections != "missing" || s.Alive != 0 || s.Lag.Error == "" {
 		t.Fatalf("status: %+v", s)
+	}
+}
+
+// TestRebuildProgress: the projections being rebuilt come with the
+// replayer's progress, for a rebuild next to running consumers (`rebuild`)
+// and a replay after data loss (status rebuilding, `replay_plan`); a
+// progress older than StallAfter is stalled.
+func TestRebuildProgress(t *testing.T) {
+	ctx := context.Background()
+	rdb := testredis.StartStandalone(t).Client()
+	now := time.UnixMilli(1_800_000_000_000)
+	m := New(Options{RDB: rdb, Now: func() time.Time { return now }})
+	rdb.HSet(ctx, "px:meta:{g}", "status", "ready", "rebuild", "last_viewed,stats", replay.FieldDone, 420, replay.FieldTotal, 1000,
+		replay.FieldRate, 100, replay.FieldUpdatedMs, now.Add(-time.Second).UnixMilli())
+	s, err := m.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Rebuild{Projection: "last_viewed", Done: 420, Total: 1000, Percent: 42, Rate: 100, ETASeconds: 6, UpdatedMs: now.Add(-time.Second).UnixMilli()}
+	if len(s.Rebuilding) != 2 || s.Rebuilding[0] != want || s.Rebuilding[1].Projection != "stats" || s.Rebuilding[1].Stalled {
+		t.Fatalf("rebuilding %+v, want %+v and stats", s.Rebuilding, want)
+	}
+
+	rdb.HDel(ctx, "px:meta:{g}", "rebuild")
+	rdb.HSet(ctx, "px:meta:{g}", "status", "rebuilding", replay.FieldPlan, `{"projections":["bestsellers","trending"],"spans":[]}`,
+		replay.FieldUpdatedMs, now.Add(-StallAfter-time.Second).UnixMilli())
+	if s, err = m.Status(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Rebuilding) != 2 || s.Rebuilding[0].Projection != "bestsellers" || s.Rebuilding[1].Projection != "trending" || !s.Rebuilding[0].Stalled {
+		t.Fatalf("replay after data loss: %+v, want bestsellers and trending, stalled", s.Rebuilding)
+	}
+
+	rdb.HSet(ctx, "px:meta:{g}", "status", "ready")
+	if s, err = m.Status(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Rebuilding) != 0 {
+		t.Fatalf("ready without rebuild: %+v", s.Rebuilding)
 	}
 }

@@ -153,8 +153,30 @@ async function refreshStatus() {
   fill(t, s.consumers, [["process", (c) => c.process], ["last seen", (c) => time(c.last_seen).slice(11)], ["", (c) => (c.alive ? "alive" : "gone")]], "no consumer publishes its settings");
   const lag = el("table", {});
   fill(lag, s.lag.partitions || [], [["topic", (p) => p.topic], ["partition", (p) => p.partition, true], ["end", (p) => fmt(p.end), true], ["lag", (p) => fmt(p.lag), true]], s.lag.error || "no partitions");
-  box.replaceChildren(el("div", {}, "projections: ", el("b", {}, s.projections), s.holds.length ? " · rebuilding " + s.holds.join(", ") : ""), t,
+  box.replaceChildren(el("div", {}, "projections: ", el("b", {}, s.projections), s.holds.length ? " · held " + s.holds.join(", ") : ""), rebuilds(s.rebuilding || []), t,
     el("h3", {}, "Lag " + (s.lag.measured_at ? "(total " + fmt(s.lag.total) + ")" : "")), lag, s.lag.error ? el("div", { class: "muted" }, s.lag.error) : "");
+}
+
+// duration formats seconds as "1h2m3s".
+function duration(secs) {
+  const h = Math.floor(secs / 3600), m = Math.floor((secs % 3600) / 60), s = secs % 60;
+  return (h ? h + "h" : "") + (h || m ? m + "m" : "") + s + "s";
+}
+
+// rebuilds shows each projection being rebuilt with the replayer's progress
+// (percentage, rate, ETA), or nothing.
+function rebuilds(list) {
+  if (!list.length) return "";
+  const box = el("div", { id: "rebuilding" }, el("h3", {}, "Rebuilding"));
+  for (const r of list) {
+    const eta = r.eta_seconds < 0 ? "?" : duration(r.eta_seconds);
+    box.append(el("div", { class: "rebuild", "data-projection": r.projection },
+      el("b", {}, r.projection), " rebuilding " + r.percent.toFixed(1) + "% ",
+      el("progress", { max: String(Math.max(r.total, 1)), value: String(r.done) }),
+      " " + fmt(r.done) + " / " + fmt(r.total) + " records · " + fmt(r.rate) + " ev/s · ETA " + eta,
+      r.stalled ? el("span", { class: "stalled" }, " · no progress since " + time(r.updated_ms).slice(11) + ": rerun the replayer") : ""));
+  }
+  return box;
 }
 
 function drawLive() {

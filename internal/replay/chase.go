@@ -1,0 +1,213 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"projector/internal/apply"
+	"projector/internal/config"
+	"projector/pkg/projections"
+)
+
+// Meta fields of a rebuild beside apply.RebuildField: the tag of the markers
+// its Rebuilder sets, and when the projections' keys were wiped (a rerun
+// that finds it resumes from the checkpoints instead of starting again).
+const (
+	rebuildIDField    = "rebuild_id"
+	rebuildWipedField = "rebuild_wiped_ms"
+)
+
+// rebuildLeaseTTL is the lease of a rebuild (LeaseTTL, as after data loss):
+// a rerun after a crash waits at most this long for it, and consumers go on
+// after a pause whose replayer died within it.
+const rebuildLeaseTTL = LeaseTTL
+
+// maxChaseRounds bounds the chase when the consumers outrun the replay.
+const maxChaseRounds = 20
+
+// startScript begins a rebuild of ARGV[1], or finds one to resume. It
+// refuses (returns the status) unless the status is ready or paused (a
+// pause left by a replayer that died: ended here); it returns "busy:<names>"
+// while a rebuild of other projections is pending, "resume:<id>:<wiped>"
+// when one of the same projections is, and otherwise sets the fields
+// ARGV[2..] (rebuild, its id, the sync token, the holds) and returns "ok".
+var startScript = redis.NewScript(`
+local s = redis.call('HGET', KEYS[1], 'status')
+if s ~= 'ready' and s ~= 'paused' then return s or '' end
+if s == 'paused' then
+  redis.call('HSET', KEYS[1], 'status', 'ready')
+  redis.call('HDEL', KEYS[1], 'pause', 'pause_projections')
+end
+local cur = redis.call('HGET', KEYS[1], 'rebuild')
+if cur and cur ~= ARGV[1] then return 'busy:' .. cur end
+if cur then
+  return 'resume:' .. (redis.call('HGET', KEYS[1], 'rebuild_id') or '') .. ':' .. (redis.call('HGET', KEYS[1], 'rebuild_wiped_ms') or '')
+end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+return 'ok'`)
+
+// rebuildRun is one run of a rebuild next to running consumers.
+type rebuildRun struct {
+	cfg     config.Config
+	opts    Options
+	rdb     redis.UniversalClient
+	keys    projections.Keys
+	names   []string
+	lease   *lease
+	planner *projections.Planner
+	sel     apply.Selection
+	sum     *Summary
+	prog    *progress
+	log     *zap.Logger
+}
+
+// chaseRebuild rebuilds the named projections while the consumers keep
+// applying everything else (docs/contract.md section 6.2):
+//  1. hold:P = * and a sync token in one HSET: the consumers leave P out
+//     (user and global writes); once each acknowledged the token between two
+//     batches, none of theirs planned without the hold is in flight, and
+//     P's keys are wiped;
+//  2. chase: the records up to the consumers' watermarks W (their batches
+//     are complete, their markers final) are replayed after the replay's own
+//     watermarks, round after round, until a round has little left;
+//  3. handover (a short pause, see handover).
+//
+// Its checkpoints (px:rwm:{g}, px:rwm:{u:<user>}, the markers it sets) let
+// a rerun of the same command resume after a crash.
+func chaseRebuild(ctx context.Context, r *rebuildRun) error {
+	joined := strings.Join(r.names, ",")
+	id, sync := newToken(), newToken()
+	fields := []any{apply.RebuildField, joined, rebuildIDField, id, apply.SyncField, sync}
+	for _, n := range r.names {
+		fields = append(fields, apply.HoldField(n), apply.HoldAll)
+	}
+	got, err := startScript.Run(ctx, r.rdb, []string{r.keys.Meta()}, append([]any{joined}, fields...)...).Text()
+	if err != nil {
+		return fmt.Errorf("start the rebuild: %w", err)
+	}
+	wiped := false
+	switch {
+	case got == "ok":
+		r.log.Info("holding the projections in the consumers", zap.Strings("projections", r.names), zap.String("sync", sync))
+	case strings.HasPrefix(got, "resume:"):
+		rest := strings.TrimPrefix(got, "resume:")
+		id, rest, _ = strings.Cut(rest, ":")
+		wiped = rest != ""
+		if wiped {
+			fmt.Fprintf(r.opts.Progress, "resuming the interrupted rebuild of %s from its checkpoints\n", joined)
+		} else if err := r.rdb.HSet(ctx, r.keys.Meta(), apply.SyncField, sync).Err(); err != nil {
+			return fmt.Errorf("set the sync token: %w", err)
+		}
+	case strings.HasPrefix(got, "busy:"):
+		return fmt.Errorf("refusing: a rebuild of %s is pending in %s; finish it first (run the replayer with --projections %s --wipe --yes)",
+			strings.TrimPrefix(got, "busy:"), r.keys.Meta(), strings.TrimPrefix(got, "busy:"))
+	default:
+		return fmt.Errorf("refusing: %s says status %q; only projections that are ready can be rebuilt while consumers run", r.keys.Meta(), got)
+	}
+	r.sel.Tag = id
+	if !wiped {
+		if err := r.wipeFirst(ctx, sync); err != nil {
+			return err
+		}
+	}
+	if err := r.chase(ctx); err != nil {
+		return err
+	}
+	paused, err := r.handover(ctx)
+	if err != nil {
+		return err
+	}
+	r.prog.done()
+	fmt.Fprintf(r.opts.Progress, "handover: consumers paused for %v\n", paused.Round(time.Millisecond))
+	r.log.Info("rebuilt projections handed back to the consumers", zap.Strings("projections", r.names), zap.Duration("paused", paused))
+	if _, err := wipe(ctx, r.rdb, []string{r.cfg.Redis.KeyPrefix + "px:rwm:*"}); err != nil {
+		r.log.Warn("remove the rebuild's watermarks", zap.Error(err))
+	}
+	return nil
+}
+
+// wipeFirst waits until every consumer acknowledged the sync token, then
+// deletes the projections' keys and the checkpoints of any earlier rebuild,
+// and records that it did.
+func (r *rebuildRun) wipeFirst(ctx context.Context, sync string) error {
+	if err := waitAcks(ctx, r.rdb, r.cfg.Redis.KeyPrefix, sync); err != nil {
+		return err
+	}
+	n, err := wipe(ctx, r.rdb, append(patterns(r.cfg.Redis.KeyPrefix, r.names), r.cfg.Redis.KeyPrefix+"px:rwm:*"))
+	if err != nil {
+		return fmt.Errorf("wipe %v: %w", r.names, err)
+	}
+	r.sum.Wiped = n
+	if err := r.rdb.HSet(ctx, r.keys.Meta(), rebuildWipedField, time.Now().UnixMilli()).Err(); err != nil {
+		return fmt.Errorf("record the wipe in %s: %w", r.keys.Meta(), err)
+	}
+	return nil
+}
+
+// chase replays, round after round, the records up to the consumers'
+// watermarks that the replay has not reached, until a round replays fewer
+// than batch.max_events records or takes less than a second.
+func (r *rebuildRun) chase(ctx context.Context) error {
+	for round := 1; round <= maxChaseRounds; round++ {
+		wms, err := r.rdb.HGetAll(ctx, r.keys.Watermarks()).Result()
+		if err != nil {
+			return fmt.Errorf("read consumer watermarks: %w", err)
+		}
+		plan, err := r.pending(ctx, wms)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		if err := r.replay(ctx, plan, apply.RebuildAll); err != nil {
+			return err
+		}
+		r.log.Info("chase round", zap.Int("round", round), zap.Int64("records", plan.total()), zap.Duration("took", time.Since(start)))
+		if plan.total() < int64(r.cfg.Batch.MaxEvents) || time.Since(start) < time.Second {
+			return nil
+		}
+	}
+	return nil
+}
+
+// pending returns, per partition, the records after the replay's
+// watermarks (px:rwm:{g}) up to the consumer watermarks wms.
+func (r *rebuildRun) pending(ctx context.Context, wms map[string]string) (ranges, error) {
+	plan, err := planRanges(ctx, r.cfg, true)
+	if err != nil {
+		return nil, err
+	}
+	done, err := r.rdb.HGetAll(ctx, r.sel.WatermarkKey).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", r.sel.WatermarkKey, err)
+	}
+	for i, s := range plan {
+		if w, ok := offsetOf(done, s); ok {
+			s.First = max(s.First, w+1)
+		}
+		end := s.First // no consumer watermark: the consumers applied nothing there
+		if w, ok := offsetOf(wms, s); ok {
+			end = w + 1
+		}
+		s.End = max(s.First, min(s.End, end))
+		plan[i] = s
+	}
+	return plan, nil
+}
+
+// replay applies the records of plan with a Rebuilder in mode.
+func (r *rebuildRun) replay(ctx context.Context, plan ranges, mode apply.RebuildMode) error {
+	if plan.total() == 0 {
+		return nil
+	}
+	a := apply.NewRebuilder(r.rdb, r.planner, applyOptions(r.cfg), r.sel, mode)
+	if err := a.LoadScript(ctx); err != nil {
+		return err
+	}
+	r.prog.grow(plan.total())
+	return readAndApply(ctx, r.cfg, plan, batchOr(r.opts.BatchSize, RebuildBatch), a, r.sum, r.prog)
+}
