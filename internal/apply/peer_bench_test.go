@@ -15,7 +15,10 @@ import (
 // write of every event (user and global, not coalesced) as plain commands,
 // all of a batch in one pipeline: ZADD GT, ZINCRBY, INCRBY, SET, SADD, each
 // followed by its PEXPIREAT, the sorted sets' trims after each add; no
-// markers, no watermarks, no guards, no scripts.
+// markers, no watermarks, no guards, no scripts. It sends what cmd/bench's
+// peer sends (internal/bench/peer.Commands, which this package cannot
+// import: that package imports it through internal/app), but for SET and
+// its expiry as two commands.
 func applyPeer(ctx context.Context, a *Applier, rdb *redis.Client, recs []Record, _ []Range) error {
 	pipe := rdb.Pipeline()
 	now := a.opts.Now()
