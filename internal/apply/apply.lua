@@ -1,15 +1,24 @@
--- projector apply script: guard + ordered write program for ONE hash slot.
+-- projector apply script: guard + ordered write program for ONE hash slot
+-- (or, in MODE_USERS, for several users of a standalone server).
 -- It runs after the protocol's header (protocol.go: luaHeader), which
 -- declares the MODE_*, KIND_*, REPLY_* values named here.
 -- KEYS[1]: a key of the slot (for routing).
 -- ARGV[1]: the mode. MODE_USER: idempotency markers guard the writes;
---   MODE_CHECK: like MODE_USER but only checks the markers (sets none, writes
---   nothing); MODE_GLOBAL: offset watermarks guard the writes; MODE_GLOBAL_GAPS:
---   as MODE_GLOBAL, and a watermark below a range is a gap. Another mode is an error.
+--   MODE_USERS: several users' MODE_USER calls in one; MODE_CHECK: like
+--   MODE_USER but only checks the markers (sets none, writes nothing);
+--   MODE_GLOBAL: offset watermarks guard the writes; MODE_GLOBAL_GAPS: as
+--   MODE_GLOBAL, and a watermark below a range is a gap. Another mode is an error.
 -- MODE_USER, MODE_CHECK: ARGV[2]=n, then the n markers in runs of one marker hash:
 --   markerKey, expireAtMs, count, then count x (eventId, origin).
 --   If any marker exists, nothing is written and {REPLY_FOUND, i1, v1, i2, v2, ...}
---   is returned (i: 1-based marker index, v: stored origin). Otherwise all markers are set.
+--   is returned (i: 1-based marker index, v: stored origin). Otherwise all markers
+--   are set, and the write program follows.
+-- MODE_USERS: ARGV[2]=u, then u users, each: n, its n markers in runs as in
+--   MODE_USER, w, then its write program of w arguments. Each user's markers
+--   guard only that user's writes: a user with an existing marker gets nothing
+--   written, the others are applied. Returns {REPLY_APPLIED, writesApplied} when
+--   no marker existed, else {REPLY_PARTIAL, writesApplied, then per user with
+--   existing markers: its 1-based index, k, then k x (i, v) as in REPLY_FOUND}.
 -- MODE_GLOBAL, MODE_GLOBAL_GAPS: ARGV[2]=watermark hash, ARGV[3]=n, then
 --   n x (field, firstOffset, lastOffset).
 --   KEYS[2], when given, is the meta hash: unless its status is STATUS_READY or
@@ -23,18 +32,17 @@
 --   Then m, and m x (field, value): the hold fields (HOLD_PREFIX .. projection) of
 --   the meta hash the batch was planned with; if the meta hash holds others,
 --   nothing is written and {REPLY_HOLDS_CHANGED} is returned (plan again).
--- Then the write program (numbers are decimal integers, times Unix ms, expireAt 0 = none):
+-- The write program (numbers are decimal integers, times Unix ms, expireAt 0 = none):
 --   np, then np ZAddMax profiles: keep, retentionMs, ttl ('' = no expiry), guardKey;
 --   nc, then nc counters: key, delta, expireAt (INCRBY; counter keys take no other write);
---   then per write its kind (KIND_*) and the kind's values (see the loop below;
+--   then per write its kind (KIND_*) and the kind's values (see program below;
 --   ZAddMax writes come per set: the set's writes between two removals as one
 --   entry). Another kind is an error.
 -- Returns {REPLY_APPLIED, writesApplied}.
 local mode = ARGV[1]
-local n = tonumber(ARGV[2])
-local i = 3
 -- Every call runs this body anew and makes each table and function in it
--- again (about 0.3 us of Redis CPU each): tables are made only when needed.
+-- again (about 0.3 us of Redis CPU each): tables are made only when needed,
+-- and a MODE_USERS call makes the functions once for all its users.
 local format = string.format
 local exp = {}
 local slides = nil
@@ -51,46 +59,41 @@ local function bump(k, at, slide)
   end
 end
 
-if mode == MODE_CHECK then
+-- setMarkers sets the n markers whose runs start at ARGV[i] (with check it
+-- only looks them up, sets none and moves nothing). HSETNX sets a
+-- missing marker and reports an existing one in one call; when any existed,
+-- the markers set here are deleted again and {i1, v1, ...} is returned (as
+-- in REPLY_FOUND), else nil and the marker hashes' expiry is moved. The
+-- second result is the index after the runs.
+local function setMarkers(i, n, check)
   local found = nil
+  local b = i
   local j = 0
   while j < n do
     local key, cnt = ARGV[i], tonumber(ARGV[i + 2])
     i = i + 3
     for _ = 1, cnt do
       j = j + 1
-      local v = redis.call('HGET', key, ARGV[i])
+      local v = nil
+      if check then
+        v = redis.call('HGET', key, ARGV[i])
+      elseif redis.call('HSETNX', key, ARGV[i], ARGV[i + 1]) == 0 then
+        v = redis.call('HGET', key, ARGV[i])
+      end
       if v then
-        found = found or {REPLY_FOUND}
+        found = found or {}
         found[#found + 1] = j
         found[#found + 1] = v
       end
       i = i + 2
     end
   end
-  return found or {REPLY_APPLIED, 0}
-elseif mode == MODE_USER then
-  -- HSETNX sets a missing marker and reports an existing one in one call;
-  -- when any exists, the markers set here are deleted again (nothing written).
-  local found = nil
-  local j = 0
-  while j < n do
-    local key, cnt = ARGV[i], tonumber(ARGV[i + 2])
-    i = i + 3
-    for _ = 1, cnt do
-      j = j + 1
-      if redis.call('HSETNX', key, ARGV[i], ARGV[i + 1]) == 0 then
-        found = found or {REPLY_FOUND}
-        found[#found + 1] = j
-        found[#found + 1] = redis.call('HGET', key, ARGV[i])
-      end
-      i = i + 2
-    end
+  if check then
+    return found, i
   end
-  -- the marker runs again (they start at ARGV[3]): undo them when a marker
-  -- existed, else move the marker hashes' expiry
-  local b = 3
-  local m = 2 -- the next entry of found
+  -- the runs again: undo them when a marker existed, else move the marker
+  -- hashes' expiry
+  local m = 1 -- the next entry of found
   j = 0
   while j < n do
     local key, cnt = ARGV[b], tonumber(ARGV[b + 2])
@@ -109,11 +112,256 @@ elseif mode == MODE_USER then
     j = j + cnt
     b = b + 3 + 2 * cnt
   end
+  return found, i
+end
+
+-- guards caches the guard values a program read (see KIND_ZADDMAX).
+local guards = nil
+
+-- trimToTop removes the members of k older than its top member - ret.
+local function trimToTop(k, ret)
+  local top = redis.call('ZRANGE', k, -1, -1, 'WITHSCORES')
+  if top[2] then
+    redis.call('ZREMRANGEBYSCORE', k, '-inf', '(' .. format('%.0f', tonumber(top[2]) - ret))
+  end
+end
+
+-- writeSet applies the ZAddMax writes of one entry to the set k: the pairs
+-- add (score, member, ...), or when add is nil the one pair at ARGV[first]
+-- (member, score); hi and lo are their highest and lowest score. It trims
+-- the set and moves its expiry. A windowed set expires at newest + ttl: when
+-- PEXPIREAT GT moves the expiry, hi is the newest ts (trim by it, no read);
+-- otherwise only members written here can lie below the window (every entry
+-- leaves none behind), so the set is trimmed only when one of them lies below
+-- PEXPIRETIME - ttl - retention, or, for a set without expiry (a new one),
+-- when it holds members not written here (ZCARD > added) or one written here
+-- lies below hi - retention.
+local function writeSet(k, keep, ret, ttl, hi, lo, add, first)
+  local added = 0
+  if add then
+    for j = 1, #add, 1000 do
+      added = added + redis.call('ZADD', k, 'GT', unpack(add, j, math.min(j + 999, #add)))
+    end
+  else
+    added = redis.call('ZADD', k, 'GT', ARGV[first + 1], ARGV[first])
+  end
+  if keep > 0 and added > 0 then
+    redis.call('ZREMRANGEBYRANK', k, 0, -(keep + 1))
+  end
+  if not ttl then
+    if ret > 0 then trimToTop(k, ret) end
+    return
+  end
+  local a = format('%.0f', hi + ttl)
+  if redis.call('PEXPIREAT', k, a, 'GT') == 1 then
+    if ret > 0 then
+      redis.call('ZREMRANGEBYSCORE', k, '-inf', '(' .. format('%.0f', hi - ret))
+    end
+    return
+  end
+  local cur = redis.call('PEXPIRETIME', k)
+  if cur == -1 then -- a new key (or one without expiry)
+    redis.call('PEXPIREAT', k, a)
+    if ret > 0 then
+      if redis.call('ZCARD', k) ~= added then
+        trimToTop(k, ret)
+      elseif lo < hi - ret then
+        -- every member was added here: the top member is hi
+        redis.call('ZREMRANGEBYSCORE', k, '-inf', '(' .. format('%.0f', hi - ret))
+      end
+    end
+  elseif ret > 0 and lo < cur - ttl - ret then
+    -- cur - ttl is the newest ts only while the lifetime is unchanged
+    -- (after it was lowered it lies later, and trimming by it would
+    -- remove live members): it only tells whether a trim is needed,
+    -- which then goes by the top member
+    trimToTop(k, ret)
+  end
+end
+
+-- program runs the write program in ARGV[i .. stop] and returns the number
+-- of writes applied. The guards a program read are its own.
+local function program(i, stop)
+  local applied = 0
+  guards = nil
+  -- the ZAddMax profiles: profile p is ARGV[pb + 4p - 4 .. pb + 4p - 1] =
+  -- keep, retentionMs, ttl ('' = none), guardKey
+  local pb = i + 1
+  i = pb + 4 * tonumber(ARGV[i])
+
+  -- the counters: a counter's expiry is a function of its key (bucket end +
+  -- ttl): it is set when INCRBY creates the counter (NX: a counter that held
+  -- 0 keeps its expiry), never looked at again
+  local nc = tonumber(ARGV[i])
+  i = i + 1
+  for _ = 1, nc do
+    local key, num, at = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+    if redis.call('INCRBY', key, num) == tonumber(num) and at ~= '0' then
+      redis.call('PEXPIREAT', key, at, 'NX')
+    end
+    applied = applied + 1
+    i = i + 3
+  end
+
+  while i <= stop do
+    local kind = ARGV[i]
+    local key = ARGV[i + 1]
+    if kind == KIND_ZADDMAX then -- ZAddMax writes of one set: key, profile, n, then n x (member, score)
+      local b = pb + 4 * tonumber(ARGV[i + 2]) - 4
+      local keep, ret, ttl, guard = tonumber(ARGV[b]), tonumber(ARGV[b + 1]), ARGV[b + 2], ARGV[b + 3]
+      ttl = ttl ~= '' and tonumber(ttl)
+      -- gv: the guard's value (-1: none), read from Redis once per program (guards) and
+      -- raised there by SetMax, a barrier that ends this entry
+      local gv = -1
+      if guard ~= '' then
+        guards = guards or {}
+        gv = guards[guard]
+        if gv == nil then
+          local v = redis.call('GET', guard)
+          if v then gv = tonumber(v) else gv = -1 end
+          guards[guard] = gv
+        end
+      end
+      -- the pairs above the guard: the first at ARGV[first], more in add
+      local hi, lo, first, add = nil, nil, nil, nil
+      local j = i + 4
+      i = j + 2 * tonumber(ARGV[i + 3])
+      while j < i do
+        local num = ARGV[j + 1]
+        local s = tonumber(num)
+        if s > gv then
+          if not hi then
+            hi, lo, first = s, s, j
+          else
+            if s > hi then hi = s end
+            if s < lo then lo = s end
+            add = add or {ARGV[first + 1], ARGV[first]}
+            add[#add + 1] = num
+            add[#add + 1] = ARGV[j]
+          end
+          applied = applied + 1
+        end
+        j = j + 2
+      end
+      if hi then writeSet(key, keep, ret, ttl, hi, lo, add, first) end
+    elseif kind == KIND_ZINCRBY then -- ZIncrBy: key, member, delta, expireAt
+      redis.call('ZINCRBY', key, ARGV[i + 3], ARGV[i + 2])
+      bump(key, tonumber(ARGV[i + 4]))
+      applied = applied + 1
+      i = i + 5
+    elseif kind == KIND_SETVALUE then -- SetValue: key, value, expireAt
+      redis.call('SET', key, ARGV[i + 2])
+      bump(key, tonumber(ARGV[i + 3]))
+      applied = applied + 1
+      i = i + 4
+    elseif kind == KIND_SETMAX then -- SetMax: key, score, expireAt
+      local num = ARGV[i + 2]
+      local s = tonumber(num)
+      local cur = redis.call('GET', key)
+      if not cur or tonumber(cur) < s then
+        redis.call('SET', key, num)
+        applied = applied + 1
+      end
+      if guards and guards[key] ~= nil and guards[key] < s then guards[key] = s end
+      bump(key, tonumber(ARGV[i + 3]))
+      i = i + 4
+    elseif kind == KIND_ZREMUPTO then -- ZRemUpTo: key, score, registryKey
+      local num = ARGV[i + 2]
+      local registry = ARGV[i + 3]
+      for _, k in ipairs(registry ~= '' and redis.call('SMEMBERS', registry) or {key}) do
+        applied = applied + redis.call('ZREMRANGEBYSCORE', k, '-inf', num)
+      end
+      i = i + 4
+    elseif kind == KIND_ZREMMEMBERUPTO then -- ZRemMemberUpTo: key, member, score
+      local member = ARGV[i + 2]
+      local s = redis.call('ZSCORE', key, member)
+      if s and tonumber(s) <= tonumber(ARGV[i + 3]) then
+        applied = applied + redis.call('ZREM', key, member)
+      end
+      i = i + 4
+    elseif kind == KIND_ZREMPREFIXUPTO then -- ZRemPrefixUpTo: key, member, score, registryKey (history day entries of one product)
+      local member = ARGV[i + 2]
+      local limit = tonumber(ARGV[i + 3])
+      local registry = ARGV[i + 4]
+      for _, k in ipairs(registry ~= '' and redis.call('SMEMBERS', registry) or {key}) do
+        local all = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
+        for j = 1, #all, 2 do
+          -- history members are <product>@<day>: the day is always 10 bytes, so
+          -- product p7 must not match p7@b@2026-12-02 (product p7@b)
+          if #all[j] == #member + 10 and string.sub(all[j], 1, #member) == member and tonumber(all[j + 1]) <= limit then
+            applied = applied + redis.call('ZREM', k, all[j])
+          end
+        end
+      end
+      i = i + 5
+    elseif kind == KIND_SADD then -- SAdd: key, member, expireAt
+      redis.call('SADD', key, ARGV[i + 2])
+      bump(key, tonumber(ARGV[i + 3]), true)
+      i = i + 4
+    else
+      error('projector: unknown write kind ' .. tostring(kind))
+    end
+  end
+  return applied
+end
+
+-- Expiry only moves later. A sliding key usually gets a later expiry: try
+-- PEXPIREAT GT first (one call); it does nothing on a key without expiry (a
+-- new key), which the PEXPIRETIME check then finds. Other keys keep the
+-- expiry they were created with, so they are checked first.
+local function expire()
+  for k, at in pairs(exp) do
+    local a = format('%.0f', at)
+    if not (slides and slides[k] and redis.call('PEXPIREAT', k, a, 'GT') == 1) then
+      local cur = redis.call('PEXPIRETIME', k)
+      if cur == -1 or (cur >= 0 and at > cur) then
+        redis.call('PEXPIREAT', k, a)
+      end
+    end
+  end
+end
+
+if mode == MODE_CHECK then
+  local found = setMarkers(3, tonumber(ARGV[2]), true)
   if found then
+    table.insert(found, 1, REPLY_FOUND)
     return found
   end
+  return {REPLY_APPLIED, 0}
+elseif mode == MODE_USER then
+  local found, i = setMarkers(3, tonumber(ARGV[2]), false)
+  if found then
+    table.insert(found, 1, REPLY_FOUND)
+    return found
+  end
+  local applied = program(i, #ARGV)
+  expire()
+  return {REPLY_APPLIED, applied}
+elseif mode == MODE_USERS then
+  local i = 3
+  local applied = 0
+  local out = nil
+  for u = 1, tonumber(ARGV[2]) do
+    local found, p = setMarkers(i + 1, tonumber(ARGV[i]), false)
+    local stop = p + tonumber(ARGV[p])
+    if found then
+      out = out or {REPLY_PARTIAL, 0}
+      out[#out + 1] = u
+      out[#out + 1] = #found / 2
+      for k = 1, #found do out[#out + 1] = found[k] end
+    else
+      applied = applied + program(p + 1, stop)
+    end
+    i = stop + 1
+  end
+  expire()
+  if out then
+    out[2] = applied
+    return out
+  end
+  return {REPLY_APPLIED, applied}
 elseif mode == MODE_GLOBAL or mode == MODE_GLOBAL_GAPS then
-  n = tonumber(ARGV[3])
+  local n = tonumber(ARGV[3])
   local h = 4 + n * 3
   local m = tonumber(ARGV[h])
   if KEYS[2] then
@@ -142,7 +390,7 @@ elseif mode == MODE_GLOBAL or mode == MODE_GLOBAL_GAPS then
     end
   end
   local wmKey = ARGV[2]
-  i = 4
+  local i = 4
   local found = {}
   local gaps = nil
   for j = 0, n - 1 do
@@ -168,224 +416,9 @@ elseif mode == MODE_GLOBAL or mode == MODE_GLOBAL_GAPS then
     local b = i + j * 3
     redis.call('HSET', wmKey, ARGV[b], ARGV[b + 2])
   end
-  i = h + 1 + 2 * m
+  local applied = program(h + 1 + 2 * m, #ARGV)
+  expire()
+  return {REPLY_APPLIED, applied}
 else
   return redis.error_reply('projector: unknown mode ' .. tostring(mode))
 end
-
-local applied = 0
-
--- the ZAddMax profiles, flat: profile p is prof[4p-3 .. 4p] = keep,
--- retentionMs, ttl or false, guardKey
-local np = tonumber(ARGV[i])
-local prof = {}
-for j = 1, np * 4, 4 do
-  local b = i + j
-  local ttl = ARGV[b + 2]
-  prof[j] = tonumber(ARGV[b])
-  prof[j + 1] = tonumber(ARGV[b + 1])
-  prof[j + 2] = ttl ~= '' and tonumber(ttl)
-  prof[j + 3] = ARGV[b + 3]
-end
-i = i + 1 + np * 4
-
--- the counters: a counter's expiry is a function of its key (bucket end +
--- ttl): it is set when INCRBY creates the counter, never looked at again
-local nc = tonumber(ARGV[i])
-i = i + 1
-for _ = 1, nc do
-  local key, num = ARGV[i], ARGV[i + 1]
-  if redis.call('INCRBY', key, num) == tonumber(num) then
-    bump(key, tonumber(ARGV[i + 2]))
-  end
-  applied = applied + 1
-  i = i + 3
-end
-
--- sets holds the sorted sets written by ZAddMax since the last flush: their
--- profile, the (score, member) pairs to add (one ZADD GT per set and flush:
--- GT applies to each pair as separate ZADDs would), the lowest and highest
--- score written, the expiry they need (highest score + ttl) and whether all
--- their writes had the same ttl.
-local sets = nil
-local guards = nil
-
--- trimToTop removes the members of k older than its top member - ret.
-local function trimToTop(k, ret)
-  local top = redis.call('ZRANGE', k, -1, -1, 'WITHSCORES')
-  if top[2] then
-    redis.call('ZREMRANGEBYSCORE', k, '-inf', '(' .. format('%.0f', tonumber(top[2]) - ret))
-  end
-end
-
--- flushSets trims the sets written since the last flush and moves their
--- expiry. A windowed set expires at newest + ttl: when PEXPIREAT GT moves the
--- expiry, the highest score written here is the newest ts (trim by it, no
--- read); otherwise only members written here can lie below the window (every
--- flush leaves none behind), so the set is trimmed (by its top member) only
--- when one of them lies below PEXPIRETIME - ttl - retention.
-local function flushSets()
-  if not sets then return end
-  for k, t in pairs(sets) do
-    local keep, ret = t.keep, t.ret
-    local added = 0
-    for j = 1, #t.add, 1000 do
-      added = added + redis.call('ZADD', k, 'GT', unpack(t.add, j, math.min(j + 999, #t.add)))
-    end
-    if keep > 0 and added > 0 then
-      redis.call('ZREMRANGEBYRANK', k, 0, -(keep + 1))
-    end
-    if t.at then
-      local a = format('%.0f', t.at)
-      if redis.call('PEXPIREAT', k, a, 'GT') == 1 then
-        if ret > 0 then
-          if t.ttl then
-            redis.call('ZREMRANGEBYSCORE', k, '-inf', '(' .. format('%.0f', t.hi - ret))
-          else
-            trimToTop(k, ret)
-          end
-        end
-      else
-        local cur = redis.call('PEXPIRETIME', k)
-        if cur == -1 then -- a new key (or one without expiry)
-          redis.call('PEXPIREAT', k, a)
-          if ret > 0 then trimToTop(k, ret) end
-        elseif ret > 0 then
-          if not t.ttl then
-            trimToTop(k, ret)
-          elseif t.lo < cur - t.ttl - ret then
-            -- cur - ttl is the newest ts only while the lifetime is unchanged
-            -- (after it was lowered it lies later, and trimming by it would
-            -- remove live members): it only tells whether a trim is needed,
-            -- which then goes by the top member
-            trimToTop(k, ret)
-          end
-        end
-      end
-    elseif ret > 0 then
-      trimToTop(k, ret)
-    end
-  end
-  sets = nil
-end
-
-while i <= #ARGV do
-  local kind = ARGV[i]
-  local key = ARGV[i + 1]
-  if kind == KIND_ZADDMAX then -- ZAddMax writes of one set: key, profile, n, then n x (member, score)
-    local b = 4 * tonumber(ARGV[i + 2]) - 3
-    local keep, ret, ttl, guard = prof[b], prof[b + 1], prof[b + 2], prof[b + 3]
-    -- gv: the guard's value (-1: none), read from Redis once per call (guards) and
-    -- raised there by SetMax, a barrier that ends this entry
-    local gv = -1
-    if guard ~= '' then
-      guards = guards or {}
-      gv = guards[guard]
-      if gv == nil then
-        local v = redis.call('GET', guard)
-        if v then gv = tonumber(v) else gv = -1 end
-        guards[guard] = gv
-      end
-    end
-    sets = sets or {}
-    local t = sets[key]
-    local j = i + 4
-    i = j + 2 * tonumber(ARGV[i + 3])
-    while j < i do
-      local num = ARGV[j + 1]
-      local s = tonumber(num)
-      if s > gv then
-        if t then
-          t.keep, t.ret = keep, ret
-          if s > t.hi then t.hi = s end
-          if s < t.lo then t.lo = s end
-          if ttl and (not t.at or s + ttl > t.at) then t.at = s + ttl end
-          if ttl ~= t.ttl then t.ttl = false end
-          t.add[#t.add + 1] = num
-          t.add[#t.add + 1] = ARGV[j]
-        else
-          t = {keep = keep, ret = ret, hi = s, lo = s, at = ttl and s + ttl, ttl = ttl, add = {num, ARGV[j]}}
-          sets[key] = t
-        end
-        applied = applied + 1
-      end
-      j = j + 2
-    end
-  elseif kind == KIND_ZINCRBY then -- ZIncrBy: key, member, delta, expireAt
-    redis.call('ZINCRBY', key, ARGV[i + 3], ARGV[i + 2])
-    bump(key, tonumber(ARGV[i + 4]))
-    applied = applied + 1
-    i = i + 5
-  elseif kind == KIND_SETVALUE then -- SetValue: key, value, expireAt
-    redis.call('SET', key, ARGV[i + 2])
-    bump(key, tonumber(ARGV[i + 3]))
-    applied = applied + 1
-    i = i + 4
-  elseif kind == KIND_SETMAX then -- SetMax: key, score, expireAt
-    flushSets()
-    local num = ARGV[i + 2]
-    local s = tonumber(num)
-    local cur = redis.call('GET', key)
-    if not cur or tonumber(cur) < s then
-      redis.call('SET', key, num)
-      applied = applied + 1
-    end
-    if guards and guards[key] ~= nil and guards[key] < s then guards[key] = s end
-    bump(key, tonumber(ARGV[i + 3]))
-    i = i + 4
-  elseif kind == KIND_ZREMUPTO then -- ZRemUpTo: key, score, registryKey
-    flushSets()
-    local num = ARGV[i + 2]
-    local registry = ARGV[i + 3]
-    for _, k in ipairs(registry ~= '' and redis.call('SMEMBERS', registry) or {key}) do
-      applied = applied + redis.call('ZREMRANGEBYSCORE', k, '-inf', num)
-    end
-    i = i + 4
-  elseif kind == KIND_ZREMMEMBERUPTO then -- ZRemMemberUpTo: key, member, score
-    flushSets()
-    local member = ARGV[i + 2]
-    local s = redis.call('ZSCORE', key, member)
-    if s and tonumber(s) <= tonumber(ARGV[i + 3]) then
-      applied = applied + redis.call('ZREM', key, member)
-    end
-    i = i + 4
-  elseif kind == KIND_ZREMPREFIXUPTO then -- ZRemPrefixUpTo: key, member, score, registryKey (history day entries of one product)
-    flushSets()
-    local member = ARGV[i + 2]
-    local limit = tonumber(ARGV[i + 3])
-    local registry = ARGV[i + 4]
-    for _, k in ipairs(registry ~= '' and redis.call('SMEMBERS', registry) or {key}) do
-      local all = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
-      for j = 1, #all, 2 do
-        -- history members are <product>@<day>: the day is always 10 bytes, so
-        -- product p7 must not match p7@b@2026-12-02 (product p7@b)
-        if #all[j] == #member + 10 and string.sub(all[j], 1, #member) == member and tonumber(all[j + 1]) <= limit then
-          applied = applied + redis.call('ZREM', k, all[j])
-        end
-      end
-    end
-    i = i + 5
-  elseif kind == KIND_SADD then -- SAdd: key, member, expireAt
-    redis.call('SADD', key, ARGV[i + 2])
-    bump(key, tonumber(ARGV[i + 3]), true)
-    i = i + 4
-  else
-    return redis.error_reply('projector: unknown write kind ' .. tostring(kind))
-  end
-end
-flushSets()
-
--- Expiry only moves later. A sliding key usually gets a later expiry: try
--- PEXPIREAT GT first (one call); it does nothing on a key without expiry (a
--- new key), which the PEXPIRETIME check then finds. Other keys keep the
--- expiry they were created with, so they are checked first.
-for k, at in pairs(exp) do
-  local a = format('%.0f', at)
-  if not (slides and slides[k] and redis.call('PEXPIREAT', k, a, 'GT') == 1) then
-    local cur = redis.call('PEXPIRETIME', k)
-    if cur == -1 or (cur >= 0 and at > cur) then
-      redis.call('PEXPIREAT', k, a)
-    end
-  end
-end
-return {REPLY_APPLIED, applied}

@@ -79,7 +79,7 @@ func BenchmarkCoalesce(b *testing.B) {
 // redis-server; ns/op is per event, redis-us/ev is Redis's CPU per event
 // (INFO cpu), script-calls/ev the apply script calls per event.
 func BenchmarkApply(b *testing.B) {
-	for _, bc := range []struct{ batch, users int }{{2000, 10_000}, {2000, 1_000}, {500, 10_000}, {10_000, 10_000}} {
+	for _, bc := range []struct{ batch, users int }{{2000, 10_000}, {2000, 1_000}, {500, 10_000}, {10_000, 10_000}, {50, 10_000}} {
 		b.Run("batch="+strconv.Itoa(bc.batch)+"/users="+strconv.Itoa(bc.users), func(b *testing.B) {
 			srv := testredis.StartStandalone(b)
 			ctx := context.Background()

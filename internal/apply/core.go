@@ -19,13 +19,16 @@ type core struct {
 	opts    Options
 	only    map[string]bool // the projections whose writes are kept (nil: all)
 	script  *script
+	// perCall is how many user groups one script call may apply (1: one
+	// call per user; more on a standalone server, see usersPerCall).
+	perCall int
 	bufMu   sync.Mutex          // held by the Apply using buf
 	buf     []projections.Write // the planned writes of a batch, reused by the next
 }
 
 func newCore(rdb redis.UniversalClient, planner *projections.Planner, opts Options, only map[string]bool) core {
 	return core{rdb: rdb, planner: planner, keys: projections.Keys{Prefix: opts.KeyPrefix}, opts: opts, only: only,
-		script: applyScript()}
+		script: applyScript(), perCall: usersPerCall(rdb)}
 }
 
 // LoadScript loads the apply script on every server, so that EVALSHA finds

@@ -23,6 +23,10 @@ const (
 	// modeUser: the idempotency markers of a user's records guard the
 	// user's writes; they are set when none exists, with the writes.
 	modeUser mode = "u"
+	// modeUsers: several users' modeUser calls in one (a standalone
+	// server: the keys of a call need not share a slot); each user's
+	// markers guard only that user's writes.
+	modeUsers mode = "U"
 	// modeCheck: the markers are only read; nothing is set or written.
 	modeCheck mode = "c"
 	// modeGlobal: the partitions' watermarks guard the global writes and
@@ -41,7 +45,7 @@ func (m mode) arg() any { return string(m) }
 var modes = []struct {
 	lua string
 	m   mode
-}{{"MODE_USER", modeUser}, {"MODE_CHECK", modeCheck}, {"MODE_GLOBAL", modeGlobal}, {"MODE_GLOBAL_GAPS", modeGlobalGaps}}
+}{{"MODE_USER", modeUser}, {"MODE_USERS", modeUsers}, {"MODE_CHECK", modeCheck}, {"MODE_GLOBAL", modeGlobal}, {"MODE_GLOBAL_GAPS", modeGlobalGaps}}
 
 // replyCode is the first element of every reply of the apply and seal scripts.
 type replyCode int64
@@ -63,6 +67,10 @@ const (
 	// replyGap: {-3, i1, wm1, ...}: watermarks lie below ranges' first
 	// offset - 1; nothing was written.
 	replyGap replyCode = -3
+	// replyPartial: {-4, writes, u1, k1, i, v, ... (k1 pairs), u2, k2, ...}:
+	// a modeUsers call applied every user but those listed (1-based u,
+	// their k existing markers as in replyFound), which got nothing written.
+	replyPartial replyCode = -4
 )
 
 // replyCodes lists every reply code with its Lua name.
@@ -70,7 +78,7 @@ var replyCodes = []struct {
 	lua  string
 	code replyCode
 }{{"REPLY_APPLIED", replyApplied}, {"REPLY_FOUND", replyFound}, {"REPLY_NOT_READY", replyNotReady},
-	{"REPLY_HOLDS_CHANGED", replyHoldsChanged}, {"REPLY_GAP", replyGap}}
+	{"REPLY_HOLDS_CHANGED", replyHoldsChanged}, {"REPLY_GAP", replyGap}, {"REPLY_PARTIAL", replyPartial}}
 
 // lastKind is the last write kind of pkg/projections; the protocol knows
 // every kind up to it (TestProtocolKnowsEveryKind fails when one is added).
@@ -196,5 +204,54 @@ func pairValue[T any](vals []any) (T, bool) {
 		return zero, false
 	}
 	v, ok := vals[1].(T)
+	return v, ok
+}
+
+// decodeUsersReply decodes vals, the reply of a modeUsers call whose users
+// have sizes[u] markers: the writes applied and, per user index, the markers
+// found (nil when every user was applied).
+func decodeUsersReply(vals []any, sizes []int) (int64, map[int][]hit, error) {
+	if len(vals) < 2 {
+		return 0, nil, fmt.Errorf("script reply %v: want {code, writes, ...}", vals)
+	}
+	c, ok := vals[0].(int64)
+	writes, isInt := vals[1].(int64)
+	if !ok || !isInt {
+		return 0, nil, fmt.Errorf("script reply %v: want {code, writes, ...}", vals)
+	}
+	switch replyCode(c) {
+	case replyApplied:
+		if len(vals) != 2 {
+			return 0, nil, fmt.Errorf("script reply %v: want {%d, writes}", vals, c)
+		}
+		return writes, nil, nil
+	case replyPartial:
+	default:
+		return 0, nil, fmt.Errorf("script reply %v: unexpected code %d", vals, c)
+	}
+	found := map[int][]hit{}
+	for j := 2; j < len(vals); {
+		u, ok := vals[j].(int64)
+		k, isInt := at[int64](vals, j+1)
+		if !ok || !isInt || u < 1 || u > int64(len(sizes)) || k < 1 || j+2+2*int(k) > len(vals) {
+			return 0, nil, fmt.Errorf("script reply %v: entry %d names user %v of %d", vals, j, vals[j], len(sizes))
+		}
+		r, err := decodeReply(append([]any{int64(replyFound)}, vals[j+2:j+2+2*int(k)]...), sizes[u-1])
+		if err != nil {
+			return 0, nil, fmt.Errorf("user %d: %w", u, err)
+		}
+		found[int(u-1)] = r.hits
+		j += 2 + 2*int(k)
+	}
+	return writes, found, nil
+}
+
+// at returns vals[i] as a T, if it is one.
+func at[T any](vals []any, i int) (T, bool) {
+	var zero T
+	if i >= len(vals) {
+		return zero, false
+	}
+	v, ok := vals[i].(T)
 	return v, ok
 }

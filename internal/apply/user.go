@@ -56,45 +56,95 @@ func (c *core) applyUsers(ctx context.Context, b *batch, m mode) error {
 	return first
 }
 
-// applyUserChunk runs one script call per user group, pipelined. A group
-// whose call finds markers loses those events (duplicates, or redeliveries
-// whose user effects are already applied) and is tried again with the rest.
-// In modeCheck the calls carry no writes.
+// applyUserChunk runs the script calls of the user groups in order,
+// pipelined: one call per group, or, when the core's perCall allows (a
+// standalone server), one modeUsers call per perCall groups of together at
+// most callRecords records (a user with more gets a call of its own), so
+// that no call blocks the server for long. A group whose
+// markers are found loses those events (duplicates, or redeliveries whose
+// user effects are already applied) and is tried again with the rest. In
+// modeCheck the calls carry no writes.
 func (c *core) applyUserChunk(ctx context.Context, groups map[string][]*item, order []string, res *Result, m mode) error {
 	pending := order
 	var gc groupCoalescer
 	for len(pending) > 0 {
-		calls := make([][]any, len(pending))
 		gc.reset() // the writes of these calls stay put until they are sent
-		for i, u := range pending {
-			g := groups[u]
-			var ws []projections.Write
-			if m == modeUser {
-				ws = gc.of(g)
+		per := 1
+		if m == modeUser {
+			per = max(c.perCall, 1)
+		}
+		var calls [][]any
+		var users [][]string // the users of each call
+		for start := 0; start < len(pending); {
+			end, recs := start, 0
+			for end < len(pending) && end-start < per && (end == start || recs+len(groups[pending[end]]) <= callRecords) {
+				recs += len(groups[pending[end]])
+				end++
 			}
-			// EVALSHA sha 1 key mode n markers... writes..., built in one
-			// slice that go-redis sends as it is
-			call := c.script.start(2+3+2*len(g)+argCount(ws), &g[0].marker)
-			call = append(call, m.arg(), len(g))
-			call = appendMarkers(call, g)
-			calls[i] = appendWrites(call, ws)
+			us := pending[start:end]
+			start = end
+			if len(us) == 1 {
+				calls = append(calls, c.userCall(groups[us[0]], m, &gc))
+			} else {
+				calls = append(calls, c.usersCall(groups, us, &gc))
+			}
+			users = append(users, us)
 		}
 		cmds := c.script.exec(ctx, c.rdb, calls, nil)
 		var next []string
-		for i, u := range pending {
+		for i, us := range users {
 			res.UserCalls++
-			rest, err := settleUser(groups[u], cmds[i], res)
-			if err != nil {
-				return fmt.Errorf("apply user %q: %w", u, err)
+			var err error
+			if len(us) == 1 {
+				next, err = settleUser(groups, us[0], cmds[i], res, next)
+			} else {
+				next, err = settleUsers(groups, us, cmds[i], res, next)
 			}
-			if len(rest) > 0 {
-				groups[u] = rest
-				next = append(next, u)
+			if err != nil {
+				return err
 			}
 		}
 		pending = next
 	}
 	return nil
+}
+
+// userCall returns the call of one user group g in mode m: EVALSHA sha 1
+// key mode n markers... writes..., built in one slice that go-redis sends as
+// it is (pointers into g and gc: see script.start).
+func (c *core) userCall(g []*item, m mode, gc *groupCoalescer) []any {
+	var ws []projections.Write
+	if m == modeUser {
+		ws = gc.of(g)
+	}
+	call := c.script.start(2+3+2*len(g)+argCount(ws), &g[0].marker)
+	call = append(call, m.arg(), len(g))
+	call = appendMarkers(call, g)
+	return appendWrites(call, ws)
+}
+
+// usersCall returns the modeUsers call of the groups of us: per user its
+// marker count, markers, the length of its write program and the program.
+// Only its first key is declared (a standalone server routes nothing).
+func (c *core) usersCall(groups map[string][]*item, us []string, gc *groupCoalescer) []any {
+	wss := make([][]projections.Write, len(us))
+	n := 2
+	for i, u := range us {
+		g := groups[u]
+		wss[i] = gc.of(g)
+		n += 5 + 2*len(g) + argCount(wss[i])
+	}
+	call := c.script.start(n, &groups[us[0]][0].marker)
+	call = append(call, modeUsers.arg(), len(us))
+	for i, u := range us {
+		g := groups[u]
+		call = append(call, len(g))
+		call = appendMarkers(call, g)
+		w := len(call)
+		call = appendWrites(append(call, 0), wss[i])
+		call[w] = len(call) - w - 1
+	}
+	return call
 }
 
 // appendMarkers encodes the markers of g's records in runs of one marker
@@ -115,25 +165,66 @@ func appendMarkers(args []any, g []*item) []any {
 	return args
 }
 
-// settleUser reads the reply of a user group's call. It returns the
-// records still to apply: those without a marker, when others had one.
-func settleUser(g []*item, cmd *redis.Cmd, res *Result) ([]*item, error) {
+// settleUser reads the reply of user u's own call and returns next with u
+// appended when records of u are still to apply: those without a marker,
+// when others had one (groups[u] then holds them).
+func settleUser(groups map[string][]*item, u string, cmd *redis.Cmd, res *Result, next []string) ([]string, error) {
+	g := groups[u]
 	r, err := replyOf(cmd, len(g))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("apply user %q: %w", u, err)
 	}
 	switch r.code {
 	case replyApplied:
-		for _, it := range g {
-			res.Outcomes[it.idx] = Applied
-		}
+		applied(g, res)
 		res.Writes += r.writes
-		return nil, nil
+		return next, nil
 	case replyFound:
 	default:
-		return nil, r.unexpected()
+		return nil, fmt.Errorf("apply user %q: %w", u, r.unexpected())
 	}
-	for _, h := range r.hits {
+	return settleHits(groups, u, r.hits, res, next), nil
+}
+
+// settleUsers reads the reply of a modeUsers call of the users us, as
+// settleUser does for each of them.
+func settleUsers(groups map[string][]*item, us []string, cmd *redis.Cmd, res *Result, next []string) ([]string, error) {
+	sizes := make([]int, len(us))
+	for i, u := range us {
+		sizes[i] = len(groups[u])
+	}
+	vals, err := cmd.Slice()
+	if err != nil {
+		return nil, fmt.Errorf("apply users %q..: %w", us[0], err)
+	}
+	writes, found, err := decodeUsersReply(vals, sizes)
+	if err != nil {
+		return nil, fmt.Errorf("apply users %q..: %w", us[0], err)
+	}
+	res.Writes += writes
+	for i, u := range us {
+		if hits, ok := found[i]; ok {
+			next = settleHits(groups, u, hits, res, next)
+		} else {
+			applied(groups[u], res)
+		}
+	}
+	return next, nil
+}
+
+// applied records the records of g as applied.
+func applied(g []*item, res *Result) {
+	for _, it := range g {
+		res.Outcomes[it.idx] = Applied
+	}
+}
+
+// settleHits records the records of user u whose markers a call found
+// (hits) and keeps the others in groups[u], appending u to next when there
+// are any.
+func settleHits(groups map[string][]*item, u string, hits []hit, res *Result, next []string) []string {
+	g := groups[u]
+	for _, h := range hits {
 		it := g[h.at]
 		it.marked = true
 		if h.value == it.origin {
@@ -142,11 +233,32 @@ func settleUser(g []*item, cmd *redis.Cmd, res *Result) ([]*item, error) {
 			res.Outcomes[it.idx] = Duplicate
 		}
 	}
-	rest := make([]*item, 0, len(g)-len(r.hits))
+	rest := make([]*item, 0, len(g)-len(hits))
 	for _, it := range g {
 		if !it.marked {
 			rest = append(rest, it)
 		}
 	}
-	return rest, nil
+	if len(rest) == 0 {
+		return next
+	}
+	groups[u] = rest
+	return append(next, u)
+}
+
+// usersPerCallStandalone is how many user groups one script call applies on
+// a standalone server (BENCHMARKS.md, issue 16 item 4).
+const usersPerCallStandalone = 64
+
+// callRecords bounds the records of the users of one modeUsers call.
+const callRecords = 256
+
+// usersPerCall returns how many user groups one call may apply through rdb:
+// one on Redis Cluster (a call's keys must share a slot), else
+// usersPerCallStandalone.
+func usersPerCall(rdb redis.UniversalClient) int {
+	if _, ok := rdb.(*redis.ClusterClient); ok {
+		return 1
+	}
+	return usersPerCallStandalone
 }

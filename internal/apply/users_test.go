@@ -1,0 +1,179 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"projector/internal/gen"
+	"projector/internal/testredis"
+	"projector/pkg/events"
+	"projector/pkg/projections"
+)
+
+// TestUsersCallDropsOnlyTheMarkedUser: in one call of several users (a
+// standalone server), a user whose marker exists gets nothing written by
+// that call and is applied again without the marked record; the other users
+// of the call are applied once. On real Redis and on miniredis (the
+// embedded demo's Redis).
+func TestUsersCallDropsOnlyTheMarkedUser(t *testing.T) {
+	mr := miniredis.RunT(t)
+	mr.SetTime(testNow)
+	for name, rdb := range map[string]redis.UniversalClient{
+		"redis":     testredis.StartStandalone(t).Client(),
+		"miniredis": redis.NewClient(&redis.Options{Addr: mr.Addr()}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			a := newTestApplier(t, rdb, projections.Defaults())
+			if a.perCall < 3 {
+				t.Fatalf("perCall = %d on a standalone server, want several users per call", a.perCall)
+			}
+			ts := testNow.Add(-time.Hour)
+			recs, ranges := batchAt(0, view("a1", "u1", "p1", ts), view("a2", "u2", "p1", ts))
+			if _, err := a.Apply(ctx, recs, ranges); err != nil {
+				t.Fatal(err)
+			}
+			// u1's first view again (a redelivery) and a new one, new views of u2 and u3
+			recs, ranges = batchAt(2, view("a1", "u1", "p1", ts), view("b1", "u1", "p2", ts.Add(time.Second)),
+				view("b2", "u2", "p2", ts.Add(time.Second)), view("b3", "u3", "p3", ts.Add(time.Second)))
+			res, err := a.Apply(ctx, recs, ranges)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Outcomes[0] != Duplicate { // its origin is offset 0, not 2
+				t.Errorf("re-published view: outcome %v, want Duplicate", res.Outcomes[0])
+			}
+			for i, o := range res.Outcomes[1:] {
+				if o != Applied {
+					t.Errorf("record %d: outcome %v, want Applied", i+1, o)
+				}
+			}
+			if res.UserCalls != 2 { // one call of all three users, then u1 again without a1
+				t.Errorf("%d user calls, want 2", res.UserCalls)
+			}
+			for u, want := range map[string]string{"u1": "2", "u2": "2", "u3": "1"} {
+				if got := mustGet(t, rdb, "st:{u:"+u+"}:views:"+testDay); got != want {
+					t.Errorf("%s views = %s, want %s", u, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestUsersPerCallEqualsOneCallPerUser: the generator's log (duplicates,
+// out-of-order events, orders, history clears) applied in batches, each
+// batch twice (a redelivery), leaves the same keys, values and expiries
+// with several users per call (Redis 7.0 and Valkey 8.1) as with one call
+// per user.
+func TestUsersPerCallEqualsOneCallPerUser(t *testing.T) {
+	gc := gen.DefaultConfig()
+	gc.Users, gc.Products, gc.Start, gc.Span = 40, 30, testNow.Add(-2*time.Hour), time.Hour
+	var recs []Record
+	for i, r := range gen.New(gc).Log(1500) {
+		if ev, err := events.Decode(r.Value); err == nil {
+			recs = append(recs, Record{Topic: "shop.views", Partition: 0, Offset: int64(i), Event: ev})
+		}
+	}
+	state := func(perCall int, opts ...testredis.Option) map[string]string {
+		srv := testredis.StartStandalone(t, opts...)
+		rdb := srv.Client()
+		a := newTestApplier(t, rdb, projections.Defaults())
+		a.perCall = perCall
+		ctx := context.Background()
+		for i := 0; i < len(recs); i += 100 {
+			part := recs[i:min(i+100, len(recs))]
+			rng := []Range{{Topic: "shop.views", Partition: 0, First: part[0].Offset, Last: part[len(part)-1].Offset}}
+			for range 2 {
+				if _, err := a.Apply(ctx, part, rng); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return dumpState(t, rdb)
+	}
+	one := state(1)
+	if len(one) < 100 {
+		t.Fatalf("only %d keys after the log", len(one))
+	}
+	for name, many := range map[string]map[string]string{
+		"redis": state(usersPerCallStandalone), "valkey": state(usersPerCallStandalone, testredis.WithValkey()),
+	} {
+		for k, v := range one {
+			if many[k] != v {
+				t.Errorf("%s: one call per user %q, several on %s %q", k, v, name, many[k])
+			}
+		}
+		for k := range many {
+			if _, ok := one[k]; !ok {
+				t.Errorf("%s only with several users per call on %s", k, name)
+			}
+		}
+	}
+}
+
+// dumpState returns every key of rdb with its type, value and expiry.
+func dumpState(t *testing.T, rdb *redis.Client) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]string, len(keys))
+	for _, k := range keys {
+		var v any
+		switch typ := rdb.Type(ctx, k).Val(); typ {
+		case "string":
+			v = rdb.Get(ctx, k).Val()
+		case "hash":
+			v = rdb.HGetAll(ctx, k).Val()
+		case "set":
+			m := rdb.SMembers(ctx, k).Val()
+			sort.Strings(m)
+			v = m
+		case "zset":
+			v = rdb.ZRangeWithScores(ctx, k, 0, -1).Val()
+		default:
+			t.Fatalf("%s: type %s", k, typ)
+		}
+		out[k] = fmt.Sprintf("%v expires %d", v, rdb.PExpireTime(ctx, k).Val().Milliseconds())
+	}
+	return out
+}
+
+// TestUsersCallBoundedByRecords: a user with more than callRecords records
+// gets a call of its own, the users after it share one; all are applied.
+func TestUsersCallBoundedByRecords(t *testing.T) {
+	rdb := testredis.StartStandalone(t).Client()
+	a := newTestApplier(t, rdb, projections.Defaults())
+	ts := testNow.Add(-time.Hour)
+	var evs []events.Event
+	for i := range callRecords + 1 {
+		evs = append(evs, view(fmt.Sprintf("h%d", i), "heavy", "p1", ts.Add(time.Duration(i)*time.Millisecond)))
+	}
+	for _, u := range []string{"u1", "u2", "u3"} {
+		evs = append(evs, view("v"+u, u, "p2", ts))
+	}
+	recs, ranges := batchAt(0, evs...)
+	res, err := a.Apply(context.Background(), recs, ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.UserCalls != 2 {
+		t.Errorf("%d user calls, want 2 (the heavy user alone, then the others)", res.UserCalls)
+	}
+	if got, want := mustGet(t, rdb, "st:{u:heavy}:views:"+testDay), fmt.Sprint(callRecords+1); got != want {
+		t.Errorf("heavy views = %s, want %s", got, want)
+	}
+	for _, u := range []string{"u1", "u2", "u3"} {
+		if got := mustGet(t, rdb, "st:{u:"+u+"}:views:"+testDay); got != "1" {
+			t.Errorf("%s views = %s, want 1", u, got)
+		}
+	}
+}
