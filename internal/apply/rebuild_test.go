@@ -161,3 +161,28 @@ func TestHoldLeavesUserWritesOut(t *testing.T) {
 		t.Errorf("views %s after the pause lost its lease, want 2", got)
 	}
 }
+
+// TestTaggedMarkerIsTheRecordsOwn: a consumer that meets a marker a rebuild
+// set for the very record it applies (origin~tag, Repair after a rollback)
+// counts the record as applied before, not as a duplicate, and writes
+// nothing again.
+func TestTaggedMarkerIsTheRecordsOwn(t *testing.T) {
+	ctx, rdb, a, ts, day := consumerFixture(t)
+	recs, ranges := batchAt(0, view("e1", "u1", "p1", ts))
+	if _, err := a.Apply(ctx, recs, ranges); err != nil {
+		t.Fatal(err)
+	}
+	marker := "px:seen:{u:u1}:" + day
+	origin := rdb.HGet(ctx, marker, "e1").Val()
+	rdb.HSet(ctx, marker, "e1", origin+tagSep+"T1")
+	res, err := a.Repair(ctx, recs, ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcomes[0] != Applied {
+		t.Errorf("outcome with the record's own tagged marker = %v, want Applied", res.Outcomes[0])
+	}
+	if got := mustGet(t, rdb, "st:{u:u1}:views:2026"); got != "1" {
+		t.Errorf("u1 views = %s after the repair, want 1 (nothing applied twice)", got)
+	}
+}

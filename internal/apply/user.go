@@ -227,8 +227,8 @@ func settleHits(groups map[string][]*item, u string, hits []hit, res *Result, ne
 	for _, h := range hits {
 		it := g[h.at]
 		it.marked = true
-		if h.value == it.origin {
-			res.Outcomes[it.idx] = Applied // this very record was applied before
+		if namesRecord(h.value, it) {
+			res.Outcomes[it.idx] = Applied // this very record was applied before (by a rebuild too)
 		} else {
 			res.Outcomes[it.idx] = Duplicate
 		}
