@@ -71,25 +71,10 @@ func NewKafka(opts Options, log *zap.Logger) Kafka {
 
 // newReader builds the group member that fetches topics.
 func newReader(opts Options, topics []string, log *zap.Logger) *kafka.Reader {
-	return kafka.NewReader(kafka.ReaderConfig{
-		Brokers:           opts.Brokers,
-		Dialer:            opts.Kafka.Dialer(),
-		GroupID:           opts.GroupID,
-		GroupTopics:       topics,
-		MinBytes:          1,
-		MaxBytes:          records.MaxBytes(opts.MaxRecordBytes),
-		MaxWait:           250 * time.Millisecond,
-		QueueCapacity:     max(1000, opts.MaxEvents),
-		CommitInterval:    0,
-		StartOffset:       kafka.FirstOffset,
-		HeartbeatInterval: time.Second,
-		SessionTimeout:    10 * time.Second,
-		RebalanceTimeout:  10 * time.Second,
-		ReadBackoffMin:    50 * time.Millisecond,
-		ReadBackoffMax:    500 * time.Millisecond,
-		Logger:            kafka.LoggerFunc(log.Sugar().Named("kafka").Debugf),
-		ErrorLogger:       kafka.LoggerFunc(log.Sugar().Named("kafka").Warnf),
-	})
+	rc := records.GroupReader(opts.Brokers, opts.Kafka.Dialer(), opts.GroupID, topics, opts.MaxRecordBytes, opts.MaxEvents)
+	rc.Logger = kafka.LoggerFunc(log.Sugar().Named("kafka").Debugf)
+	rc.ErrorLogger = kafka.LoggerFunc(log.Sugar().Named("kafka").Warnf)
+	return kafka.NewReader(rc)
 }
 
 // newDeadLetterWriter builds the writer of the dead-letter topic.

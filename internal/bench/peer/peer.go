@@ -45,27 +45,12 @@ func New(cfg config.Config, rdb redis.UniversalClient, m *Metrics, now func() ti
 	return &Peer{cfg: cfg, rdb: rdb, planner: planner, metrics: m, now: now}, nil
 }
 
-// newReader is projector's group member (internal/consumer newReader): the
+// newReader reads as projector's group member (records.GroupReader): the
 // same group semantics (manual, synchronous commits; earliest offset for a
 // new group), fetch sizes, wait and queue.
 func newReader(cfg config.Config, conn *kafkaconn.Conn) *kafka.Reader {
-	return kafka.NewReader(kafka.ReaderConfig{
-		Brokers:           cfg.Kafka.Brokers,
-		Dialer:            conn.Dialer(),
-		GroupID:           cfg.Kafka.GroupID,
-		GroupTopics:       cfg.Kafka.Topics,
-		MinBytes:          1,
-		MaxBytes:          records.MaxBytes(cfg.Kafka.MaxRecordBytes),
-		MaxWait:           250 * time.Millisecond,
-		QueueCapacity:     max(1000, cfg.Batch.MaxEvents),
-		CommitInterval:    0,
-		StartOffset:       kafka.FirstOffset,
-		HeartbeatInterval: time.Second,
-		SessionTimeout:    10 * time.Second,
-		RebalanceTimeout:  10 * time.Second,
-		ReadBackoffMin:    50 * time.Millisecond,
-		ReadBackoffMax:    500 * time.Millisecond,
-	})
+	return kafka.NewReader(records.GroupReader(cfg.Kafka.Brokers, conn.Dialer(), cfg.Kafka.GroupID, cfg.Kafka.Topics,
+		cfg.Kafka.MaxRecordBytes, cfg.Batch.MaxEvents))
 }
 
 // job is one planned batch for the writer.
