@@ -68,6 +68,8 @@ func (e *env) live(ctx context.Context, m *member, p *kgo.Client, rate int) (Liv
 	}
 	lags := make(chan [2]int64, 1)
 	go func() { lags <- e.lagAt(ctx, m, time.Now(), lc.Warmup, lc.Duration-250*time.Millisecond) }()
+	profiled := make(chan error, 1)
+	go func() { profiled <- e.profileAs(ctx, m, fmt.Sprintf("%s-live%d", m.name, rate)) }()
 	if l.Latency, l.Unseen, err = MeasureLatency(ctx, p, e.redis.Client(), lc); err != nil {
 		return l, err
 	}
@@ -82,6 +84,9 @@ func (e *env) live(ctx context.Context, m *member, p *kgo.Client, rate int) (Liv
 	}
 	lag := <-lags
 	l.LagStart, l.LagEnd = lag[0], lag[1]
+	if err := <-profiled; err != nil {
+		e.logf("%s: live profile: %v", m.name, err)
+	}
 	l.Events = after.events - before.events
 	l.RedisCPU, l.ConsumerCPU, _, _, l.MeanBatch = perEvent(before, after, l.Events)
 	e.logf("%s: live %v", m.name, l)

@@ -119,9 +119,15 @@ func (e *env) waitLag(ctx context.Context, m *member, limit time.Duration) error
 
 // profile saves a CPU profile of m as Dir/<name>.pprof when configured.
 func (e *env) profile(ctx context.Context, m *member) error {
+	return e.profileAs(ctx, m, m.name)
+}
+
+// profileAs saves a CPU profile of m as Dir/<file>.pprof when configured
+// (-profile: the live phases are profiled as <name>-live<rate>).
+func (e *env) profileAs(ctx context.Context, m *member, file string) error {
 	if e.cfg.ProfileSeconds <= 0 {
 		return nil
 	}
 	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", m.addr, e.cfg.ProfileSeconds)
-	return Fetch(ctx, url, filepath.Join(e.cfg.Dir, m.name+".pprof"))
+	return Fetch(ctx, url, filepath.Join(e.cfg.Dir, file+".pprof"))
 }
