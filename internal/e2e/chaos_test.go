@@ -22,7 +22,7 @@ import (
 // (rebalances), one broker killed and restarted, Redis restarted, and Redis
 // frozen for 10 seconds (SIGSTOP/SIGCONT). At the end every key equals the
 // model and the dead-letter topic holds exactly the poison records, once each.
-// On Valkey the run is shorter (half the crashes), to keep the suite's time.
+// On Valkey the run is shorter (half the crashes and events), to keep the suite's time.
 func TestChaosStandalone(t *testing.T) {
 	forFlavors(t, func(t *testing.T, fl testredis.Flavor) { runChaos(t, "standalone", fl) })
 }
@@ -59,7 +59,7 @@ func runChaos(t *testing.T, mode string, fl testredis.Flavor) {
 	gc := gen.DefaultConfig()
 	gc.Seed = seed
 	gc.Start, gc.Span = start.Add(-36*time.Hour), 36*time.Hour
-	log := gen.New(gc).Log(envInt("E2E_EVENTS", 9000))
+	log := gen.New(gc).Log(share(fl, envInt("E2E_EVENTS", 9000)))
 	env := []string{
 		"PROJECTOR_KAFKA_BROKERS=" + strings.Join(brokers, ","),
 		"PROJECTOR_REDIS_ADDRS=" + strings.Join(addrs, ","),
