@@ -13,7 +13,7 @@ type Gatherer struct {
 	parts map[int][]kafka.Message
 	total int
 	full  int         // a partition number holding Size records, or -1
-	hint  map[int]int // capacity for a partition's next bucket: its last batch's size
+	hint  map[int]int // capacity for a partition's next bucket: its records in the last batch
 }
 
 // New returns an empty Gatherer of batches of at most size records.
@@ -31,7 +31,9 @@ func (g *Gatherer) Full() bool { return g.full >= 0 }
 func (g *Gatherer) Add(m kafka.Message) {
 	b := g.parts[m.Partition]
 	if b == nil {
-		b = make([]kafka.Message, 0, min(g.size, max(g.hint[m.Partition], 1024)))
+		// sized by the last batch: live batches hold a few records per
+		// partition, and a larger bucket costs its zeroing on every batch
+		b = make([]kafka.Message, 0, min(g.size, max(g.hint[m.Partition], 16)))
 	}
 	g.parts[m.Partition] = append(b, m)
 	g.total++
@@ -50,8 +52,9 @@ func (g *Gatherer) Take() []kafka.Message {
 	p := g.full
 	if p < 0 && g.total <= g.size {
 		out := make([]kafka.Message, 0, g.total)
-		for _, b := range g.parts {
+		for q, b := range g.parts {
 			out = append(out, b...)
+			g.hint[q] = len(b)
 		}
 		clear(g.parts)
 		g.total = 0
