@@ -23,11 +23,17 @@ import (
 // frozen for 10 seconds (SIGSTOP/SIGCONT). At the end every key equals the
 // model and the dead-letter topic holds exactly the poison records, once each.
 // On Valkey the run is shorter (half the crashes and events), to keep the suite's time.
+// The two tests run in parallel with each other, after the package's other
+// tests: each has its own brokers, servers and consumers, and most of their
+// time is waiting (production at 150 ev/s, the pauses between actions), so
+// running them side by side takes about half the suite's chaos time.
 func TestChaosStandalone(t *testing.T) {
+	t.Parallel()
 	forFlavors(t, func(t *testing.T, fl testredis.Flavor) { runChaos(t, "standalone", fl) })
 }
 
 func TestChaosCluster(t *testing.T) {
+	t.Parallel()
 	forFlavors(t, func(t *testing.T, fl testredis.Flavor) { runChaos(t, "cluster", fl) })
 }
 
