@@ -65,7 +65,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Latency.Duration, "latency-duration", 20*time.Second, "length of each steady-rate phase")
 	skipPeer := fs.Bool("skip-peer", false, "leave out the peer (the pipelined at-least-once consumer)")
 	fs.BoolVar(&cfg.SkipReplay, "skip-replay", false, "leave out the replay phase")
-	fs.IntVar(&cfg.ProfileSeconds, "profile", 0, "take CPU profiles of the consumer and the peer for this many seconds, of the backlog and of each live phase (saved in -dir as <name>.pprof, <name>-live<rate>.pprof)")
+	fs.IntVar(&cfg.ProfileSeconds, "profile", 0, "take CPU profiles of the consumer and the peer for this many seconds, of the backlog and of each live phase (saved in -dir as <name>.pprof, <name>-live<rate>.pprof), and of the whole replay (replayer.pprof)")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for servers, binaries, logs and profiles (default: a new temporary one)")
 	fs.StringVar(&cfg.Repo, "repo", ".", "the projector repository")
 	if err := fs.Parse(args); err != nil {

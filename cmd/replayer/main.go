@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -38,6 +39,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	batch := fs.Int("batch", 0, "records applied per batch (default 50000 for a replay after data loss, 10000 with --projections)")
 	maxRate := fs.Int("max-rate", 0, "replay at most this many records per second (0: no limit), leaving Redis room for the running consumers; never limits a rebuild's handover")
 	parallel := fs.Int("parallel", replay.DefaultParallel, "lanes of partitions whose batches a replay after data loss applies concurrently")
+	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	cfg, log, code := app.Setup(fs, args, environ, stderr)
 	if log == nil {
 		return code
@@ -63,6 +65,14 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer func() { _ = log.Sync() }()
+	if *cpuProfile != "" {
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "config: --cpu-profile:", err)
+			return 2
+		}
+		defer stopProfile()
+	}
 	sum, err := replay.Run(ctx, cfg, replay.Options{Projections: *projs, ToLatest: *to == "latest", AllowPartial: *partial, Wipe: *wipe,
 		DryRun: *dry, BatchSize: *batch, MaxRate: *maxRate, Parallel: *parallel, Progress: os.Stdout, Terminal: obs.IsTerminal(os.Stdout)}, log)
 	if app.ExitRefused(log, err) {
@@ -77,4 +87,21 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, sum.String())
 	}
 	return 0
+}
+
+// startCPUProfile starts a CPU profile written to path; the returned
+// function stops it and closes the file.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }

@@ -1,6 +1,10 @@
 package apply
 
-import "projector/pkg/projections"
+import (
+	"slices"
+
+	"projector/pkg/projections"
+)
 
 type memberKey struct{ key, member string }
 
@@ -169,6 +173,20 @@ type groupCoalescer struct {
 
 // reset forgets the writes of the groups so far (their pipeline was sent).
 func (gc *groupCoalescer) reset() { gc.slab = gc.slab[:0] }
+
+// reserve makes room in the slab for the coalesced writes of the groups of
+// users (at most their planned writes), so that it does not grow by copying.
+func (gc *groupCoalescer) reserve(groups map[string][]*item, users []string) {
+	n := 0
+	for _, u := range users {
+		if g := groups[u]; len(g) > 1 {
+			for _, it := range g {
+				n += len(it.user)
+			}
+		}
+	}
+	gc.slab = slices.Grow(gc.slab, n)
+}
 
 // of returns Coalesce of the user writes of g's records in order; the result
 // stays valid until reset. One record's writes need no coalescing (they never

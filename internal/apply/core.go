@@ -22,8 +22,8 @@ type core struct {
 	// perCall is how many user groups one script call may apply (1: one
 	// call per user; more on a standalone server, see usersPerCall).
 	perCall int
-	bufMu   sync.Mutex          // held by the Apply using buf
-	buf     []projections.Write // the planned writes of a batch, reused by the next
+	bufMu   sync.Mutex            // guards bufs
+	bufs    [][]projections.Write // free buffers for a batch's planned writes (writeBuffer)
 }
 
 func newCore(rdb redis.UniversalClient, planner *projections.Planner, opts Options, only map[string]bool) core {
@@ -48,22 +48,31 @@ func (c *core) planAfter(ctx context.Context, recs []Record, ranges []Range, wmK
 }
 
 // writeBuffer returns a buffer of at least n writes for a batch's planned
-// writes, and done, which keeps the (grown) buffer for the next batch. The
-// writes of a batch take tens of MB: one buffer is reused (sync.Pool would
-// drop it at every other GC), or a new one made while another Apply holds it.
+// writes, and done, which keeps the (grown) buffer for a later batch. The
+// writes of a batch take tens of MB: up to keptBuffers buffers are reused
+// (sync.Pool would drop them at every other GC), enough for one batch
+// applied while the next is planned (Prepare); more at once get new ones.
 func (c *core) writeBuffer(n int) ([]projections.Write, func([]projections.Write)) {
-	if !c.bufMu.TryLock() {
-		return make([]projections.Write, 0, n), func([]projections.Write) {}
+	c.bufMu.Lock()
+	var buf []projections.Write
+	if k := len(c.bufs); k > 0 {
+		buf, c.bufs = c.bufs[k-1][:0], c.bufs[:k-1]
 	}
-	buf := c.buf[:0]
+	c.bufMu.Unlock()
 	if cap(buf) < n {
 		buf = make([]projections.Write, 0, n)
 	}
 	return buf, func(grown []projections.Write) {
-		c.buf = grown
+		c.bufMu.Lock()
+		if len(c.bufs) < keptBuffers {
+			c.bufs = append(c.bufs, grown)
+		}
 		c.bufMu.Unlock()
 	}
 }
+
+// keptBuffers is how many write buffers a core keeps (writeBuffer).
+const keptBuffers = 2
 
 // batch is one attempt of Apply on its way through the phases.
 type batch struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"projector/internal/records"
 	"projector/pkg/projections"
 )
 
@@ -100,26 +101,42 @@ func advance(rs []Range, hits []hit) ([]Range, error) {
 // globalWrites coalesces the global writes of the records of done inside
 // the ranges rs, leaving out the held ones.
 func globalWrites(done []*item, rs []Range, held holds) []projections.Write {
-	floor := make(map[string]int64, len(rs))
-	for _, r := range rs {
-		floor[r.TP().String()] = r.First
-	}
 	total := 0
 	for _, it := range done {
 		total += len(it.global)
 	}
 	co := newCoalescer(total)
 	for _, it := range done {
-		tp := it.rec.TP().String()
-		if f, ok := floor[tp]; ok && it.rec.Offset >= f {
+		r := it.rec
+		if !insideRange(rs, r.TP(), r.Offset) {
+			continue
+		}
+		if len(held) == 0 {
 			for i := range it.global {
-				if !held.skip(&it.global[i], tp, it.rec.Offset) {
-					co.add(&it.global[i])
-				}
+				co.add(&it.global[i])
+			}
+			continue
+		}
+		tp := r.TP().String()
+		for i := range it.global {
+			if !held.skip(&it.global[i], tp, r.Offset) {
+				co.add(&it.global[i])
 			}
 		}
 	}
 	return co.out
+}
+
+// insideRange reports whether offset of tp lies at or after the first
+// offset of tp's range in rs (a batch has a range for a few partitions: a
+// scan costs less than formatting tp for a map).
+func insideRange(rs []Range, tp records.TopicPartition, offset int64) bool {
+	for i := range rs {
+		if rs[i].Partition == tp.Partition && rs[i].Topic == tp.Topic {
+			return offset >= rs[i].First
+		}
+	}
+	return false
 }
 
 // globalCall is the script call that applies ws over the ranges rs under

@@ -33,9 +33,10 @@ func (c *core) plan(b *batch, skip map[string]string) (release func()) {
 	seen := make(map[string]bool, len(b.recs))
 	b.groups = make(map[string][]*item, len(b.recs))
 	var scratch []projections.Write
+	applied := parseWatermarks(skip)
 	for i := range b.recs {
 		r := &b.recs[i]
-		if appliedBefore(skip, r) {
+		if w, ok := applied[r.TP()]; ok && r.Offset <= w {
 			b.res.Outcomes[i] = Skipped
 			continue
 		}
@@ -64,14 +65,24 @@ func (c *core) plan(b *batch, skip map[string]string) (release func()) {
 	return func() { keep(buf) }
 }
 
-// appliedBefore reports whether r lies at or below its partition's watermark in wms.
-func appliedBefore(wms map[string]string, r *Record) bool {
-	wm, ok := wms[r.TP().String()]
-	if !ok {
-		return false
+// parseWatermarks returns the watermarks of wms that parse, by partition
+// (once per batch: formatting each record's partition for wms would cost
+// an allocation per record).
+func parseWatermarks(wms map[string]string) map[records.TopicPartition]int64 {
+	if len(wms) == 0 {
+		return nil
 	}
-	w, err := strconv.ParseInt(wm, 10, 64)
-	return err == nil && r.Offset <= w
+	out := make(map[records.TopicPartition]int64, len(wms))
+	for f, v := range wms {
+		tp, err := records.ParseTopicPartition(f)
+		if err != nil {
+			continue
+		}
+		if w, err := strconv.ParseInt(v, 10, 64); err == nil {
+			out[tp] = w
+		}
+	}
+	return out
 }
 
 // describe fills in it for record i: its marker hash (the user's day of the

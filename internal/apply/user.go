@@ -69,6 +69,7 @@ func (c *core) applyUserChunk(ctx context.Context, groups map[string][]*item, or
 	var gc groupCoalescer
 	for len(pending) > 0 {
 		gc.reset() // the writes of these calls stay put until they are sent
+		gc.reserve(groups, pending)
 		per := 1
 		if m == modeUser {
 			per = max(c.perCall, 1)

@@ -28,11 +28,18 @@ func (e *env) runReplay(ctx context.Context, args []string) (float64, error) {
 	}
 	e.logf("replay: FLUSHALL, running the replayer %v", args)
 	logPath := filepath.Join(e.cfg.Dir, "replayer.log")
+	if e.cfg.ProfileSeconds > 0 {
+		args = append(slices.Clip(args), "--cpu-profile="+filepath.Join(e.cfg.Dir, "replayer.pprof"))
+	}
+	redis0, _ := e.redis.CPUSeconds(ctx)
+	kafka0, _ := e.kafka.CPUSeconds()
 	p, err := Start(e.replayer, args, Env(e.kafka.Addr(), e.redis, "127.0.0.1:0", e.cfg.ConsumerEnv...), logPath)
 	if err != nil {
 		return 0, err
 	}
 	<-p.Done()
+	redis1, _ := e.redis.CPUSeconds(ctx)
+	kafka1, _ := e.kafka.CPUSeconds()
 	out, err := os.ReadFile(logPath)
 	if err != nil {
 		return 0, fmt.Errorf("read replayer output: %w", err)
@@ -44,7 +51,8 @@ func (e *env) runReplay(ctx context.Context, args []string) (float64, error) {
 	rate, _ := strconv.ParseFloat(string(m[2]), 64)
 	cpu, _ := p.CPUSeconds()
 	n, _ := strconv.ParseFloat(string(m[1]), 64)
-	e.logf("replay %v: %s records at %.0f ev/s, replayer CPU %.2f us/ev, peak RSS %d MiB", args, m[1], rate, 1e6*cpu/max(n, 1), p.PeakRSS()>>20)
+	e.logf("replay %v: %s records at %.0f ev/s, replayer CPU %.2f us/ev, redis %.2f us/ev, kafka broker %.2f us/ev, peak RSS %d MiB",
+		args, m[1], rate, 1e6*cpu/max(n, 1), 1e6*(redis1-redis0)/max(n, 1), 1e6*(kafka1-kafka0)/max(n, 1), p.PeakRSS()>>20)
 	return rate, nil
 }
 

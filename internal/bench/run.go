@@ -44,8 +44,9 @@ type Config struct {
 	// --parallel=N, ReplayRounds times over (interleaved).
 	ReplayParallel []int
 	ReplayRounds   int
-	// ProfileSeconds > 0 takes a CPU profile of the consumer for that long
-	// during the throughput phase, saved as Dir/consumer.pprof.
+	// ProfileSeconds > 0 takes CPU profiles of the consumer and the peer for
+	// that long in the backlog (Dir/<name>.pprof) and in each live phase
+	// (Dir/<name>-live<rate>.pprof), and of the whole replay (Dir/replayer.pprof).
 	ProfileSeconds int
 	// Log receives progress lines.
 	Log io.Writer

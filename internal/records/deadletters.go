@@ -92,10 +92,13 @@ func ReadDeadLetters(ctx context.Context, conn *kafkaconn.Conn, dlqTopic string,
 	return nil
 }
 
-// readOrigins passes the source headers of records [from, end) of one partition to fn.
+// readOrigins passes the source headers of records [from, end) of one
+// partition to fn. The reader's fetches wait at most 20 ms at the end of the
+// partition: closing the reader waits for the fetch in flight (with 250 ms,
+// reading four partitions of a few thousand dead letters took 0.8 s).
 func readOrigins(ctx context.Context, conn *kafkaconn.Conn, topic string, partition int, from, end int64, fn func(string, int, int64)) error {
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: conn.Brokers(), Dialer: conn.Dialer(), Topic: topic, Partition: partition,
-		MaxBytes: 10 << 20, MaxWait: 250 * time.Millisecond})
+		MaxBytes: 10 << 20, MaxWait: 20 * time.Millisecond})
 	defer r.Close()
 	if err := r.SetOffset(from); err != nil {
 		return err

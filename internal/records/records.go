@@ -5,7 +5,9 @@
 package records
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/segmentio/kafka-go"
 
@@ -26,6 +28,20 @@ func Of(m kafka.Message) TopicPartition {
 // String is "<topic>:<partition>", the form partitions take in Redis hash
 // fields (watermarks, dead-letter marks and claims).
 func (tp TopicPartition) String() string { return tp.Topic + ":" + strconv.Itoa(tp.Partition) }
+
+// ParseTopicPartition parses the form String gives (Kafka's topic names
+// hold no ':').
+func ParseTopicPartition(s string) (TopicPartition, error) {
+	i := strings.LastIndexByte(s, ':')
+	if i < 1 {
+		return TopicPartition{}, fmt.Errorf("partition %q: want <topic>:<partition>", s)
+	}
+	p, err := strconv.Atoi(s[i+1:])
+	if err != nil || p < 0 {
+		return TopicPartition{}, fmt.Errorf("partition %q: want <topic>:<partition>", s)
+	}
+	return TopicPartition{Topic: s[:i], Partition: p}, nil
+}
 
 // Origin is "<topic>:<partition>:<offset>": where a record came from, as the
 // apply script's duplicate markers and the dead-letter lookup name it.

@@ -212,7 +212,8 @@ func splitLanes(plan ranges, n int) []ranges {
 
 // runLane reads the lane's spans (one reader per partition) and applies
 // their records in batches, one batch at a time, reading the next one while
-// the previous one is applied.
+// the previous one is applied and, with an applier that can (preparer),
+// planning it too.
 func runLane(ctx context.Context, conn *kafkaconn.Conn, cfg config.Config, lane ranges, batch int, a batchApplier, sum *Summary, prog *progress, pace *pacer) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -230,14 +231,34 @@ func runLane(ctx context.Context, conn *kafkaconn.Conn, cfg config.Config, lane 
 	go func() { readers.Wait(); close(records) }()
 	batches := make(chan []kafka.Message, 1)
 	go gather(ctx, records, pacedBatch(batch, int(pace.limit())), batches)
-	for msgs := range batches {
-		if err := pace.wait(ctx, len(msgs)); err != nil {
-			cancel(err)
-			break
+	prepared := make(chan *step)
+	go func() {
+		defer close(prepared)
+		for msgs := range batches {
+			if err := pace.wait(ctx, len(msgs)); err != nil {
+				cancel(err)
+				return
+			}
+			st, err := prepareStep(ctx, msgs, cfg.Kafka.MaxRecordBytes, a)
+			if err != nil {
+				cancel(err)
+				return
+			}
+			select {
+			case prepared <- st:
+			case <-ctx.Done():
+				st.release()
+				return
+			}
 		}
-		if err := applyBatch(ctx, msgs, cfg.Kafka.MaxRecordBytes, a, sum, prog); err != nil {
+	}()
+	for st := range prepared {
+		if ctx.Err() != nil {
+			st.release()
+			continue
+		}
+		if err := st.apply(ctx, a, sum, prog); err != nil {
 			cancel(err)
-			break
 		}
 	}
 	return context.Cause(ctx)
@@ -300,14 +321,55 @@ func gather(ctx context.Context, in <-chan kafka.Message, size int, out chan<- [
 	}
 }
 
-// applyBatch applies one batch and adds it to the summary.
-func applyBatch(ctx context.Context, msgs []kafka.Message, maxBytes int, a batchApplier, sum *Summary, prog *progress) error {
+// preparer is an applier that can plan a batch while the previous one is
+// applied (*apply.Applier).
+type preparer interface {
+	Prepare(ctx context.Context, recs []apply.Record, ranges []apply.Range) (*apply.Prepared, error)
+	Commit(ctx context.Context, p *apply.Prepared) (apply.Result, error)
+}
+
+// step is one batch on its way: decoded, and planned when the applier is a preparer.
+type step struct {
+	n    int // records read
+	recs []apply.Record
+	bad  int // poison records
+	rgs  []apply.Range
+	plan *apply.Prepared // nil: applied by Apply
+}
+
+// prepareStep decodes a batch and, when a is a preparer, plans it.
+func prepareStep(ctx context.Context, msgs []kafka.Message, maxBytes int, a batchApplier) (*step, error) {
 	recs, bad, rgs := records.Split(msgs, maxBytes)
-	res, err := a.Apply(ctx, recs, rgs)
-	if err != nil {
-		return fmt.Errorf("apply a batch of %d records (%s): %w", len(msgs), describeRanges(rgs), err)
+	st := &step{n: len(msgs), recs: recs, bad: len(bad), rgs: rgs}
+	if p, ok := a.(preparer); ok {
+		var err error
+		if st.plan, err = p.Prepare(ctx, recs, rgs); err != nil {
+			return nil, fmt.Errorf("plan a batch of %d records (%s): %w", len(msgs), describeRanges(rgs), err)
+		}
 	}
-	for i, rec := range recs {
+	return st, nil
+}
+
+// release frees what a step that is not applied holds.
+func (st *step) release() {
+	if st.plan != nil {
+		st.plan.Release()
+	}
+}
+
+// apply applies the step's batch and adds it to the summary.
+func (st *step) apply(ctx context.Context, a batchApplier, sum *Summary, prog *progress) error {
+	var res apply.Result
+	var err error
+	if st.plan != nil {
+		res, err = a.(preparer).Commit(ctx, st.plan)
+	} else {
+		res, err = a.Apply(ctx, st.recs, st.rgs)
+	}
+	if err != nil {
+		return fmt.Errorf("apply a batch of %d records (%s): %w", st.n, describeRanges(st.rgs), err)
+	}
+	for i, rec := range st.recs {
 		switch res.Outcomes[i] {
 		case apply.Applied:
 			sum.ByType[string(rec.Event.Type)]++
@@ -315,10 +377,10 @@ func applyBatch(ctx context.Context, msgs []kafka.Message, maxBytes int, a batch
 			sum.Duplicates++
 		}
 	}
-	sum.Poison += int64(len(bad))
+	sum.Poison += int64(st.bad)
 	sum.Writes += res.Writes
-	sum.Events += int64(len(msgs))
-	prog.add(int64(len(msgs)))
+	sum.Events += int64(st.n)
+	prog.add(int64(st.n))
 	return nil
 }
 
