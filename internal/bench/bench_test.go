@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"projector/internal/gen"
 )
 
 func TestSumMetricAddsEveryLabelSet(t *testing.T) {
@@ -127,4 +129,32 @@ func TestLagGrows(t *testing.T) {
 			t.Errorf("lag %d -> %d: grows %v, want %v", tc.start, tc.end, got, tc.want)
 		}
 	}
+}
+
+// The live phases at the two rates share no event id with each other or
+// with the backlog's loaders, so an exactly-once consumer applies every
+// event of its second phase instead of dropping it as a duplicate.
+func TestLiveTrafficIdsAreNew(t *testing.T) {
+	ids := map[string]string{}
+	now := time.Now()
+	take := func(name string, seed uint64) {
+		gc := gen.DefaultConfig()
+		gc.Seed = seed
+		g := gen.New(gc)
+		for range 2000 {
+			r := g.Next(now)
+			if r.ID == "" {
+				continue // poison
+			}
+			if other, ok := ids[r.ID]; ok && other != name {
+				t.Fatalf("event id %s in %s and %s", r.ID, other, name)
+			}
+			ids[r.ID] = name
+		}
+	}
+	for k := range 8 {
+		take("backlog", uint64(k+1))
+	}
+	take("live 10000", liveSeed(10_000))
+	take("live 20000", liveSeed(20_000))
 }

@@ -84,7 +84,7 @@ func MeasureLatency(ctx context.Context, p *kgo.Client, rdb redis.UniversalClien
 		})
 	}()
 	gc := gen.DefaultConfig()
-	gc.Seed, gc.Users, gc.Products = 777, cfg.Users, cfg.Products
+	gc.Seed, gc.Users, gc.Products = liveSeed(cfg.Rate), cfg.Users, cfg.Products
 	g := gen.New(gc)
 	start := time.Now()
 	// Marker ids are unique per phase: a consumer with exactly-once would
@@ -174,3 +174,10 @@ func poll(ctx context.Context, rdb redis.UniversalClient, key string, seen func(
 	}
 	return nil
 }
+
+// liveSeed is the generator's seed of the live traffic at rate: both
+// consumers get the same traffic at one rate, and a consumer's phase at
+// another rate does not repeat the event ids (the generator's ids carry its
+// seed) of its phase before, which an exactly-once consumer would drop as
+// duplicates, cheaply. The backlog's seeds are small (one per loader).
+func liveSeed(rate int) uint64 { return 777 + uint64(rate) }
