@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -32,17 +31,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	// First of all, so that a SIGTERM during start-up is a clean stop too.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if os.Getenv("GOGC") == "" {
-		// A batch's garbage is a few MB: collecting less often costs little
-		// memory and a quarter of the CPU per event (BENCHMARKS.md).
-		debug.SetGCPercent(400)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		// With GOGC 400 the heap may grow to five times what a batch keeps
-		// live; above this soft limit the collector runs more often instead
-		// (a batch of 20000 keeps well below it live).
-		debug.SetMemoryLimit(512 << 20)
-	}
+	app.TuneGC(app.ConsumerMemoryLimit)
 	fs := pflag.NewFlagSet("consumer", pflag.ContinueOnError)
 	demoRate := fs.Int("demo-rate", 2000, "embedded mode: generated events per second (0: as fast as possible)")
 	cfg, log, code := app.Setup(fs, args, environ, stderr)

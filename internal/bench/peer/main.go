@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"runtime/debug"
 	"time"
 
 	"projector/internal/app"
@@ -20,12 +18,7 @@ import (
 func Main(ctx context.Context, environ []string, stderr io.Writer) int {
 	// The consumer's garbage-collector settings (cmd/consumer), so that the
 	// consumer CPU of both compares.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(512 << 20)
-	}
+	app.TuneGC(app.ConsumerMemoryLimit)
 	cfg, err := config.Load(nil, environ)
 	if err == nil && cfg.Embedded {
 		err = fmt.Errorf("config: kafka.brokers and redis.addrs: the peer needs both (no embedded mode)")
