@@ -3,11 +3,8 @@ package apply
 import (
 	"context"
 	"testing"
-	"time"
 
-	"projector/internal/gen"
 	"projector/internal/testredis"
-	"projector/pkg/events"
 	"projector/pkg/projections"
 )
 
@@ -17,14 +14,7 @@ import (
 // among them, leaves the same keys, values and expiries and the same
 // outcomes as Apply batch by batch.
 func TestPrepareAheadEqualsApply(t *testing.T) {
-	gc := gen.DefaultConfig()
-	gc.Users, gc.Products, gc.Start, gc.Span = 40, 30, testNow.Add(-2*time.Hour), time.Hour
-	var recs []Record
-	for i, r := range gen.New(gc).Log(1500) {
-		if ev, err := events.Decode(r.Value); err == nil {
-			recs = append(recs, Record{Topic: "shop.views", Partition: 0, Offset: int64(i), Event: ev})
-		}
-	}
+	recs := smallLog()
 	type part struct {
 		recs []Record
 		rng  []Range

@@ -72,14 +72,7 @@ func TestUsersCallDropsOnlyTheMarkedUser(t *testing.T) {
 // with several users per call (Redis 7.0 and Valkey 8.1) as with one call
 // per user.
 func TestUsersPerCallEqualsOneCallPerUser(t *testing.T) {
-	gc := gen.DefaultConfig()
-	gc.Users, gc.Products, gc.Start, gc.Span = 40, 30, testNow.Add(-2*time.Hour), time.Hour
-	var recs []Record
-	for i, r := range gen.New(gc).Log(1500) {
-		if ev, err := events.Decode(r.Value); err == nil {
-			recs = append(recs, Record{Topic: "shop.views", Partition: 0, Offset: int64(i), Event: ev})
-		}
-	}
+	recs := smallLog()
 	state := func(perCall int, opts ...testredis.Option) map[string]string {
 		srv := testredis.StartStandalone(t, opts...)
 		rdb := srv.Client()
@@ -176,4 +169,19 @@ func TestUsersCallBoundedByRecords(t *testing.T) {
 			t.Errorf("%s views = %s, want 1", u, got)
 		}
 	}
+}
+
+// smallLog is the decoded valid records of 1,500 records of the generator's
+// mix (40 users, 30 products, the two hours before testNow) at consecutive
+// offsets of one partition.
+func smallLog() []Record {
+	gc := gen.DefaultConfig()
+	gc.Users, gc.Products, gc.Start, gc.Span = 40, 30, testNow.Add(-2*time.Hour), time.Hour
+	var recs []Record
+	for i, r := range gen.New(gc).Log(1500) {
+		if ev, err := events.Decode(r.Value); err == nil {
+			recs = append(recs, Record{Topic: "shop.views", Partition: 0, Offset: int64(i), Event: ev})
+		}
+	}
+	return recs
 }
