@@ -63,6 +63,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Latency.Rate, "latency-rate", 10_000, "events per second of the latency phase (0: skip it)")
 	fs.IntVar(&cfg.HighRate, "latency-rate-high", 20_000, "events per second of the second steady-rate phase (0: skip it)")
 	fs.DurationVar(&cfg.Latency.Duration, "latency-duration", 20*time.Second, "length of each steady-rate phase")
+	fs.IntVar(&cfg.LiveRounds, "live-rounds", 1, "rounds of both consumers' steady-rate phases, alternating (the summary takes medians over them)")
 	skipPeer := fs.Bool("skip-peer", false, "leave out the peer (the pipelined at-least-once consumer)")
 	fs.BoolVar(&cfg.SkipReplay, "skip-replay", false, "leave out the replay phase")
 	fs.IntVar(&cfg.ProfileSeconds, "profile", 0, "take CPU profiles of the consumer and the peer for this many seconds, of the backlog and of each live phase (saved in -dir as <name>.pprof, <name>-live<rate>.pprof), and of the whole replay (replayer.pprof)")
@@ -71,8 +72,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if cfg.Load.Events < 1 || cfg.Load.Users < 1 || cfg.Load.Products < 2 || cfg.Partitions < 1 {
-		fmt.Fprintln(stderr, "bench: -events, -users, -partitions must be at least 1 and -products at least 2")
+	if cfg.Load.Events < 1 || cfg.Load.Users < 1 || cfg.Load.Products < 2 || cfg.Partitions < 1 || cfg.LiveRounds < 1 {
+		fmt.Fprintln(stderr, "bench: -events, -users, -partitions, -live-rounds must be at least 1 and -products at least 2")
 		return 2
 	}
 	if err := checkRedis(cfg.Redis); err != nil {

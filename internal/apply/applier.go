@@ -157,58 +157,6 @@ func (a *Applier) phases(ctx context.Context, b *batch) (Result, error) {
 	return b.res, a.sealBatch(ctx, b.ranges)
 }
 
-// Prepared is a batch that Prepare planned and Commit applies.
-type Prepared struct {
-	b       *batch
-	release func()
-}
-
-// Release frees the planned writes of a batch that is not committed.
-func (p *Prepared) Release() {
-	if p.release != nil {
-		p.release()
-		p.release = nil
-	}
-}
-
-// Prepare is the first half of Apply, the part that does not depend on the
-// batches before it: it reads the watermarks and the meta hash and plans the
-// records, so that a caller can plan the next batch while Redis applies the
-// previous one. Watermarks read before the previous batch was applied only
-// let fewer records be skipped up front; the markers and the global script
-// decide the others as in Apply. Commit applies the batch; a Prepared that
-// is not committed must be released.
-func (a *Applier) Prepare(ctx context.Context, recs []Record, ranges []Range) (*Prepared, error) {
-	b := newBatch(recs, ranges)
-	if err := a.readState(ctx, b); err != nil {
-		return nil, err
-	}
-	return &Prepared{b: b, release: a.plan(b, b.wms)}, nil
-}
-
-// Commit applies a batch that Prepare planned, after the batches committed
-// before it; the result is the one Apply gives. With GapCheck the watermarks
-// are read again first (the previous batch raised them). When the holds
-// changed since Prepare the batch is planned again, as in Apply.
-func (a *Applier) Commit(ctx context.Context, p *Prepared) (Result, error) {
-	defer p.Release()
-	b := p.b
-	if a.guards.GapCheck {
-		wms, err := a.rdb.HGetAll(ctx, a.keys.Watermarks()).Result()
-		if err != nil {
-			return b.res, fmt.Errorf("read watermarks: %w", err)
-		}
-		if err := a.precheck(ctx, b.ranges, wms); err != nil {
-			return b.res, err
-		}
-	}
-	res, err := a.phases(ctx, b)
-	if errors.Is(err, errHoldsChanged) {
-		return a.applyLoop(ctx, b.recs, b.ranges, false)
-	}
-	return res, err
-}
-
 // globalGuard guards the global call with px:wm:{g} and, unless IgnoreMeta,
 // the meta hash; with GapCheck it refuses a batch after a gap.
 func (a *Applier) globalGuard() globalGuard {

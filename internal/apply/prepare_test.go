@@ -10,9 +10,10 @@ import (
 
 // TestPrepareAheadEqualsApply: the generator's log (duplicates, out-of-order
 // events, orders, history clears) applied in batches, each batch planned by
-// Prepare before the batch ahead of it is committed, and a redelivered batch
-// among them, leaves the same keys, values and expiries and the same
-// outcomes as Apply batch by batch.
+// Prepare before the batch ahead of it is committed (and, with CommitUsers
+// and CommitGlobal, its user phase applied before the global phase of the
+// batch ahead of it), a redelivered batch among them, leaves the same keys,
+// values and expiries and the same outcomes as Apply batch by batch.
 func TestPrepareAheadEqualsApply(t *testing.T) {
 	recs := smallLog()
 	type part struct {
@@ -28,71 +29,92 @@ func TestPrepareAheadEqualsApply(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	run := func(ahead bool) ([][]Outcome, map[string]string) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// mode "apply": Apply batch by batch; "commit": each batch planned
+	// before the one ahead of it is committed; "overlap": also the user
+	// phase of each batch before the global phase of the one ahead of it.
+	run := func(mode string) ([][]Outcome, map[string]string) {
 		rdb := testredis.StartStandalone(t).Client()
 		a := newTestApplier(t, rdb, projections.Defaults())
-		var outs [][]Outcome
-		if !ahead {
-			for _, p := range parts {
+		outs := make([][]Outcome, len(parts))
+		if mode == "apply" {
+			for i, p := range parts {
 				res, err := a.Apply(ctx, p.recs, p.rng)
-				if err != nil {
-					t.Fatal(err)
-				}
-				outs = append(outs, res.Outcomes)
+				must(err)
+				outs[i] = res.Outcomes
 			}
 			return outs, dumpState(t, rdb)
 		}
 		next, err := a.Prepare(ctx, parts[0].recs, parts[0].rng)
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(err)
+		var prev *Prepared
 		for i := range parts {
 			cur := next
 			if i+1 < len(parts) {
-				if next, err = a.Prepare(ctx, parts[i+1].recs, parts[i+1].rng); err != nil {
-					t.Fatal(err)
-				}
+				next, err = a.Prepare(ctx, parts[i+1].recs, parts[i+1].rng)
+				must(err)
 			}
-			res, err := a.Commit(ctx, cur)
-			if err != nil {
-				t.Fatal(err)
+			if mode == "commit" {
+				res, err := a.Commit(ctx, cur)
+				must(err)
+				outs[i] = res.Outcomes
+				continue
 			}
-			outs = append(outs, res.Outcomes)
+			must(a.CommitUsers(ctx, cur))
+			if prev != nil {
+				res, err := a.CommitGlobal(ctx, prev)
+				must(err)
+				outs[i-1] = res.Outcomes
+			}
+			prev = cur
+		}
+		if prev != nil {
+			res, err := a.CommitGlobal(ctx, prev)
+			must(err)
+			outs[len(parts)-1] = res.Outcomes
 		}
 		return outs, dumpState(t, rdb)
 	}
-	wantOut, want := run(false)
-	gotOut, got := run(true)
+	wantOut, want := run("apply")
 	if len(want) < 100 {
 		t.Fatalf("only %d keys after the log", len(want))
 	}
-	// A record that Apply skipped by the watermark is one Prepare could not
-	// skip (the batch before it was not committed yet): the markers decide it.
-	skipped := 0
-	for i := range wantOut {
-		for j, w := range wantOut[i] {
-			g := gotOut[i][j]
-			if w == Skipped && g != Skipped {
-				skipped++
-				if g != Applied && g != Duplicate {
-					t.Errorf("batch %d record %d: Apply skipped it, Prepare ahead gave outcome %v", i, j, g)
+	for _, mode := range []string{"commit", "overlap"} {
+		gotOut, got := run(mode)
+		// A record that Apply skipped by the watermark is one Prepare could
+		// not skip (the batch before it was not committed yet): the markers
+		// decide it.
+		skipped := 0
+		for i := range wantOut {
+			for j, w := range wantOut[i] {
+				g := gotOut[i][j]
+				if w == Skipped && g != Skipped {
+					skipped++
+					if g != Applied && g != Duplicate {
+						t.Errorf("%s: batch %d record %d: Apply skipped it, outcome %v here", mode, i, j, g)
+					}
+				} else if g != w {
+					t.Errorf("%s: batch %d record %d: outcome %v, %v with Apply", mode, i, j, g, w)
 				}
-			} else if g != w {
-				t.Errorf("batch %d record %d: outcome %v with Prepare ahead, %v with Apply", i, j, g, w)
 			}
 		}
-	}
-	if skipped != len(parts[4].recs) {
-		t.Errorf("%d records decided by the markers instead of the watermark, want the redelivered batch's %d", skipped, len(parts[4].recs))
-	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("%s: Apply %q, Prepare ahead %q", k, v, got[k])
+		if skipped != len(parts[4].recs) {
+			t.Errorf("%s: %d records decided by the markers instead of the watermark, want the redelivered batch's %d", mode, skipped, len(parts[4].recs))
 		}
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			t.Errorf("%s only with Prepare ahead", k)
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: %s: Apply %q, here %q", mode, k, v, got[k])
+			}
+		}
+		for k := range got {
+			if _, ok := want[k]; !ok {
+				t.Errorf("%s: %s only here", mode, k)
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,22 @@ func TestResultLine(t *testing.T) {
 	if got := r.Line(); got != want {
 		t.Errorf("line:\n%s\nwant:\n%s", got, want)
 	}
+	// Three rounds: the latencies and live_redis_ratio are medians over them,
+	// each round's ratio from its own pair of phases.
+	r.Live = []Live{{Rate: 10000, Latency: ms(1), RedisCPU: 30}, {Rate: 20000, Latency: ms(2)},
+		{Rate: 10000, Latency: ms(3), RedisCPU: 90}, {Rate: 20000, Latency: ms(9)},
+		{Rate: 10000, Latency: ms(2), RedisCPU: 40}, {Rate: 20000, Latency: ms(4)}}
+	r.PeerLive = []Live{{Rate: 10000, RedisCPU: 20}, {Rate: 20000}, {Rate: 10000, RedisCPU: 30}, {Rate: 20000},
+		{Rate: 10000, RedisCPU: 40}, {Rate: 20000}}
+	got, err := ParseLine(r.Line())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]float64{"p50": 102, "p99": 200, "p99_20k": 400, "live_redis_ratio": 1.5} {
+		if got[k] != v {
+			t.Errorf("three rounds: %s = %v, want %v", k, got[k], v)
+		}
+	}
 	if (Result{}).Ratio() != 0 || (Latencies{}).Quantile(0.5) != 0 {
 		t.Error("an empty result must not divide by zero")
 	}
@@ -57,8 +74,8 @@ func TestResultLine(t *testing.T) {
 // back with its value; a line missing a field or with a non-number is refused.
 func TestParseLine(t *testing.T) {
 	r := Result{Consumer: Throughput{Rate: 50000, RedisCPU: 12, ConsumerCPU: 6}, Peer: Throughput{Rate: 25000, RedisCPU: 24, ConsumerCPU: 4},
-		Replay: 100000, Live: []Live{{Latency: Latencies{40 * time.Millisecond}, RedisCPU: 36}, {Latency: Latencies{90 * time.Millisecond}}},
-		PeerLive: []Live{{RedisCPU: 24}}}
+		Replay: 100000, Live: []Live{{Rate: 10000, Latency: Latencies{40 * time.Millisecond}, RedisCPU: 36}, {Rate: 20000, Latency: Latencies{90 * time.Millisecond}}},
+		PeerLive: []Live{{Rate: 10000, RedisCPU: 24}}}
 	got, err := ParseLine(r.Line())
 	if err != nil {
 		t.Fatal(err)
@@ -131,8 +148,8 @@ func TestLagGrows(t *testing.T) {
 	}
 }
 
-// The live phases at the two rates share no event id with each other or
-// with the backlog's loaders, so an exactly-once consumer applies every
+// The live phases at the two rates and in three rounds share no event id
+// with each other or with the backlog's loaders, so an exactly-once consumer applies every
 // event of its second phase instead of dropping it as a duplicate.
 func TestLiveTrafficIdsAreNew(t *testing.T) {
 	ids := map[string]string{}
@@ -155,6 +172,8 @@ func TestLiveTrafficIdsAreNew(t *testing.T) {
 	for k := range 8 {
 		take("backlog", uint64(k+1))
 	}
-	take("live 10000", liveSeed(10_000))
-	take("live 20000", liveSeed(20_000))
+	for round := 1; round <= 3; round++ {
+		take(fmt.Sprintf("live 10000 round %d", round), liveSeed(10_000, round))
+		take(fmt.Sprintf("live 20000 round %d", round), liveSeed(20_000, round))
+	}
 }

@@ -26,6 +26,9 @@ type LatencyConfig struct {
 	Warmup time.Duration
 	// Users and Products are the generator's population sizes.
 	Users, Products int
+	// Round numbers the rounds of steady-rate phases (-live-rounds), from 1:
+	// each round's traffic has new event ids.
+	Round int
 	// KeyPrefix is redis.key_prefix.
 	KeyPrefix string
 }
@@ -84,7 +87,7 @@ func MeasureLatency(ctx context.Context, p *kgo.Client, rdb redis.UniversalClien
 		})
 	}()
 	gc := gen.DefaultConfig()
-	gc.Seed, gc.Users, gc.Products = liveSeed(cfg.Rate), cfg.Users, cfg.Products
+	gc.Seed, gc.Users, gc.Products = liveSeed(cfg.Rate, cfg.Round), cfg.Users, cfg.Products
 	g := gen.New(gc)
 	start := time.Now()
 	// Marker ids are unique per phase: a consumer with exactly-once would
@@ -175,9 +178,9 @@ func poll(ctx context.Context, rdb redis.UniversalClient, key string, seen func(
 	return nil
 }
 
-// liveSeed is the generator's seed of the live traffic at rate: both
-// consumers get the same traffic at one rate, and a consumer's phase at
-// another rate does not repeat the event ids (the generator's ids carry its
-// seed) of its phase before, which an exactly-once consumer would drop as
+// liveSeed is the generator's seed of the live traffic at rate in round
+// (from 1): both consumers get the same traffic at one rate in one round,
+// and no phase repeats the event ids (the generator's ids carry its seed) of
+// a phase before it, which an exactly-once consumer would drop as
 // duplicates, cheaply. The backlog's seeds are small (one per loader).
-func liveSeed(rate int) uint64 { return 777 + uint64(rate) }
+func liveSeed(rate, round int) uint64 { return 777 + uint64(rate) + 1_000_000*uint64(max(round, 1)-1) }

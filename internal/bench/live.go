@@ -56,7 +56,7 @@ func (l Live) String() string {
 func (e *env) live(ctx context.Context, m *member, p *kgo.Client, rate int) (Live, error) {
 	l := Live{Rate: rate}
 	lc := e.cfg.Latency
-	lc.Rate = rate
+	lc.Rate, lc.Round = rate, e.round
 	e.logf("%s: live %d ev/s for %v", m.name, rate, lc.Duration)
 	before, err := e.sample(ctx, m)
 	if err != nil {

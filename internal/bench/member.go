@@ -43,6 +43,9 @@ func (e *env) startPeer() (*member, error) {
 // startMember runs bin with args and the consumer's environment (its group
 // m.group), serving HTTP on a free loopback port.
 func (e *env) startMember(m *member, bin string, args []string) error {
+	if e.round > 1 {
+		m.name += "-r" + strconv.Itoa(e.round) // its own log and profile files
+	}
 	port, err := freePort(false)
 	if err != nil {
 		return err

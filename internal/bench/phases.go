@@ -11,8 +11,9 @@ import (
 // peer's backlog; projector's backlog and its steady-rate phases (on an
 // emptied Redis); the replay; the peer again, first catching up with the
 // traffic produced meanwhile, then its steady-rate phases (on the state the
-// replay rebuilt); the naive baseline. Both backlogs read the same records,
-// one right after the other.
+// replay rebuilt); with LiveRounds, more rounds of both consumers'
+// steady-rate phases; the naive baseline. Both backlogs read the same
+// records, one right after the other.
 func (e *env) phases(ctx context.Context, p *kgo.Client, res *Result) error {
 	peer := len(e.cfg.PeerCommand) > 0
 	var err error
@@ -35,6 +36,18 @@ func (e *env) phases(ctx context.Context, p *kgo.Client, res *Result) error {
 	if peer && e.cfg.Latency.Rate > 0 {
 		if err := e.runLive(ctx, e.startPeer, &res.PeerLive, p); err != nil {
 			return err
+		}
+	}
+	for round := 2; round <= e.cfg.LiveRounds && e.cfg.Latency.Rate > 0; round++ {
+		e.round = round
+		e.logf("steady-rate round %d of %d", round, e.cfg.LiveRounds)
+		if err := e.runLive(ctx, e.startConsumer, &res.Live, p); err != nil {
+			return err
+		}
+		if peer {
+			if err := e.runLive(ctx, e.startPeer, &res.PeerLive, p); err != nil {
+				return err
+			}
 		}
 	}
 	if e.cfg.NaiveEvents > 0 {

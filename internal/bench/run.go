@@ -40,6 +40,12 @@ type Config struct {
 	SkipReplay bool
 	// ReplayArgs are extra command-line arguments of the replayer (e.g. --batch).
 	ReplayArgs []string
+	// LiveRounds is the number of rounds of steady-rate phases (at least 1):
+	// after the first (projector's, then the peer's after the replay), each
+	// round runs projector's phases, then the peer's, each consumer first
+	// catching up with the traffic of the other's; the summary takes the
+	// medians over the rounds.
+	LiveRounds int
 	// ReplayParallel, when set, runs the replay once per value with
 	// --parallel=N, ReplayRounds times over (interleaved).
 	ReplayParallel []int
@@ -79,6 +85,8 @@ type env struct {
 	kafka    *Kafka
 	consumer string
 	replayer string
+	// round is the round of steady-rate phases running (Config.LiveRounds; 0 and 1: the first).
+	round int
 }
 
 // logf prints a progress line.

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Ratio is the consumer's throughput over the naive baseline's.
@@ -19,12 +18,60 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-// at returns the phase of lives at index i, or a zero Live.
-func at(lives []Live, i int) Live {
-	if i < len(lives) {
-		return lives[i]
+// rates returns the first and the second steady rate of the run's phases (0: none).
+func (r Result) rates() (lo, hi int) {
+	for _, l := range r.Live {
+		switch {
+		case lo == 0:
+			lo = l.Rate
+		case hi == 0 && l.Rate != lo:
+			hi = l.Rate
+		}
 	}
-	return Live{}
+	return lo, hi
+}
+
+// atRate returns the phases of lives at rate, one per round, in order.
+func atRate(lives []Live, rate int) []Live {
+	var out []Live
+	for _, l := range lives {
+		if rate != 0 && l.Rate == rate {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// median returns the median of xs (the mean of the middle two of an even
+// count), or 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+// quantileMs returns the median over lives of their latency quantile q, in ms.
+func quantileMs(lives []Live, q float64) float64 {
+	xs := make([]float64, len(lives))
+	for i, l := range lives {
+		xs[i] = float64(l.Latency.Quantile(q).Microseconds()) / 1000
+	}
+	return median(xs)
+}
+
+// redisRatio returns the median over the rounds of projector's Redis CPU per
+// event over the peer's in the same round.
+func redisRatio(own, peer []Live) float64 {
+	xs := make([]float64, min(len(own), len(peer)))
+	for i := range xs {
+		xs[i] = ratio(own[i].RedisCPU, peer[i].RedisCPU)
+	}
+	return median(xs)
 }
 
 // Line is the benchmark's one-line summary: projector's backlog figures,
@@ -33,18 +80,21 @@ func at(lives []Live, i int) Live {
 // ratios: Redis CPU per event at the first steady rate (live_redis_ratio)
 // and in the backlog, consumer CPU per event in the backlog, backlog
 // throughput (backlog_speedup), replay over projector's backlog
-// throughput, and the p99 at the second steady rate (p99_20k). A ratio
-// whose phase was left out is 0.
+// throughput, and the p99 at the second steady rate (p99_20k). With several
+// rounds of steady-rate phases (Config.LiveRounds) the latencies and
+// live_redis_ratio are medians over the rounds, each round's ratio from the
+// two consumers' phases of that round. A ratio whose phase was left out is 0.
 func (r Result) Line() string {
-	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) }
-	lo, hi, peerLo := at(r.Live, 0), at(r.Live, 1), at(r.PeerLive, 0)
+	ms := func(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
+	loRate, hiRate := r.rates()
+	lo, hi, peerLo := atRate(r.Live, loRate), atRate(r.Live, hiRate), atRate(r.PeerLive, loRate)
 	return fmt.Sprintf("bench: consumer=%.0f ev/s naive=%.0f ev/s ratio=%.1f redis_cpu=%.2f/ev consumer_cpu=%.2f/ev replay=%.0f ev/s p50=%sms p99=%sms"+
 		" peer=%.0f ev/s live_redis_ratio=%.2f backlog_redis_ratio=%.2f backlog_consumer_ratio=%.2f backlog_speedup=%.2f replay_ratio=%.2f p99_20k=%sms",
 		r.Consumer.Rate, r.Naive, r.Ratio(), r.Consumer.RedisCPU, r.Consumer.ConsumerCPU, r.Replay,
-		ms(lo.Latency.Quantile(0.5)), ms(lo.Latency.Quantile(0.99)),
-		r.Peer.Rate, ratio(lo.RedisCPU, peerLo.RedisCPU), ratio(r.Consumer.RedisCPU, r.Peer.RedisCPU),
+		ms(quantileMs(lo, 0.5)), ms(quantileMs(lo, 0.99)),
+		r.Peer.Rate, redisRatio(lo, peerLo), ratio(r.Consumer.RedisCPU, r.Peer.RedisCPU),
 		ratio(r.Consumer.ConsumerCPU, r.Peer.ConsumerCPU), ratio(r.Consumer.Rate, r.Peer.Rate), ratio(r.Replay, r.Consumer.Rate),
-		ms(hi.Latency.Quantile(0.99)))
+		ms(quantileMs(hi, 0.99)))
 }
 
 // SummaryFields are the fields of Line, in order.

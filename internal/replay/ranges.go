@@ -211,9 +211,9 @@ func splitLanes(plan ranges, n int) []ranges {
 }
 
 // runLane reads the lane's spans (one reader per partition) and applies
-// their records in batches, one batch at a time, reading the next one while
-// the previous one is applied and, with an applier that can (preparer),
-// planning it too.
+// their records in batches, in order, reading the next one while the
+// previous one is applied and, with an applier that can (preparer),
+// planning it too (see applySteps).
 func runLane(ctx context.Context, conn *kafkaconn.Conn, cfg config.Config, lane ranges, batch int, a batchApplier, sum *Summary, prog *progress, pace *pacer) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -252,15 +252,7 @@ func runLane(ctx context.Context, conn *kafkaconn.Conn, cfg config.Config, lane 
 			}
 		}
 	}()
-	for st := range prepared {
-		if ctx.Err() != nil {
-			st.release()
-			continue
-		}
-		if err := st.apply(ctx, a, sum, prog); err != nil {
-			cancel(err)
-		}
-	}
+	applySteps(ctx, cancel, prepared, a, sum, prog)
 	return context.Cause(ctx)
 }
 
@@ -319,69 +311,6 @@ func gather(ctx context.Context, in <-chan kafka.Message, size int, out chan<- [
 			return
 		}
 	}
-}
-
-// preparer is an applier that can plan a batch while the previous one is
-// applied (*apply.Applier).
-type preparer interface {
-	Prepare(ctx context.Context, recs []apply.Record, ranges []apply.Range) (*apply.Prepared, error)
-	Commit(ctx context.Context, p *apply.Prepared) (apply.Result, error)
-}
-
-// step is one batch on its way: decoded, and planned when the applier is a preparer.
-type step struct {
-	n    int // records read
-	recs []apply.Record
-	bad  int // poison records
-	rgs  []apply.Range
-	plan *apply.Prepared // nil: applied by Apply
-}
-
-// prepareStep decodes a batch and, when a is a preparer, plans it.
-func prepareStep(ctx context.Context, msgs []kafka.Message, maxBytes int, a batchApplier) (*step, error) {
-	recs, bad, rgs := records.Split(msgs, maxBytes)
-	st := &step{n: len(msgs), recs: recs, bad: len(bad), rgs: rgs}
-	if p, ok := a.(preparer); ok {
-		var err error
-		if st.plan, err = p.Prepare(ctx, recs, rgs); err != nil {
-			return nil, fmt.Errorf("plan a batch of %d records (%s): %w", len(msgs), describeRanges(rgs), err)
-		}
-	}
-	return st, nil
-}
-
-// release frees what a step that is not applied holds.
-func (st *step) release() {
-	if st.plan != nil {
-		st.plan.Release()
-	}
-}
-
-// apply applies the step's batch and adds it to the summary.
-func (st *step) apply(ctx context.Context, a batchApplier, sum *Summary, prog *progress) error {
-	var res apply.Result
-	var err error
-	if st.plan != nil {
-		res, err = a.(preparer).Commit(ctx, st.plan)
-	} else {
-		res, err = a.Apply(ctx, st.recs, st.rgs)
-	}
-	if err != nil {
-		return fmt.Errorf("apply a batch of %d records (%s): %w", st.n, describeRanges(st.rgs), err)
-	}
-	for i, rec := range st.recs {
-		switch res.Outcomes[i] {
-		case apply.Applied:
-			sum.ByType[string(rec.Event.Type)]++
-		case apply.Duplicate:
-			sum.Duplicates++
-		}
-	}
-	sum.Poison += int64(st.bad)
-	sum.Writes += res.Writes
-	sum.Events += int64(st.n)
-	prog.add(int64(st.n))
-	return nil
 }
 
 // describeRanges names the offsets a batch covers, for error messages.
