@@ -97,16 +97,7 @@ func TestUsersPerCallEqualsOneCallPerUser(t *testing.T) {
 	for name, many := range map[string]map[string]string{
 		"redis": state(usersPerCallStandalone), "valkey": state(usersPerCallStandalone, testredis.WithValkey()),
 	} {
-		for k, v := range one {
-			if many[k] != v {
-				t.Errorf("%s: one call per user %q, several on %s %q", k, v, name, many[k])
-			}
-		}
-		for k := range many {
-			if _, ok := one[k]; !ok {
-				t.Errorf("%s only with several users per call on %s", k, name)
-			}
-		}
+		compareStates(t, "several users per call on "+name, one, many)
 	}
 }
 
@@ -184,4 +175,20 @@ func smallLog() []Record {
 		}
 	}
 	return recs
+}
+
+// compareStates reports every key whose type, value or expiry in got
+// (dumpState) differs from want's, and every key only one of them holds.
+func compareStates(t *testing.T, what string, want, got map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %s: want %q, got %q", what, k, v, got[k])
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s: %s is not wanted", what, k)
+		}
+	}
 }

@@ -11,12 +11,10 @@ import (
 )
 
 // preparer is an applier that can plan a batch while the previous one is
-// applied, and apply a batch's user phase beside the previous batch's
-// global phase (*apply.Applier).
+// applied (*apply.Applier).
 type preparer interface {
 	Prepare(ctx context.Context, recs []apply.Record, ranges []apply.Range) (*apply.Prepared, error)
-	CommitUsers(ctx context.Context, p *apply.Prepared) error
-	CommitGlobal(ctx context.Context, p *apply.Prepared) (apply.Result, error)
+	Commit(ctx context.Context, p *apply.Prepared) (apply.Result, error)
 }
 
 // step is one batch on its way: decoded, and planned when the applier is a preparer.
@@ -41,60 +39,28 @@ func prepareStep(ctx context.Context, msgs []kafka.Message, maxBytes int, a batc
 	return st, nil
 }
 
-// applySteps applies a lane's steps in order, cancelling ctx at the first
-// error. With a preparer the user phase of a batch runs beside the global
-// phase of the batch before it (apply.Applier.CommitUsers, CommitGlobal):
-// the global phases, which raise the watermarks, stay in order, each after
-// its own batch's user phase, and at most two batches of the lane are
-// applied in part at any time (what a resumed replay applies again,
-// docs/contract.md section 6.1).
+// applySteps applies a lane's steps in order (planned ones by Commit, the
+// others by Apply), cancelling ctx at the first error; the steps after it
+// are released.
 func applySteps(ctx context.Context, cancel context.CancelCauseFunc, steps <-chan *step, a batchApplier, sum *Summary, prog *progress) {
-	p, ok := a.(preparer)
-	if !ok {
-		for st := range steps {
-			if ctx.Err() != nil {
-				continue
-			}
-			res, err := a.Apply(ctx, st.recs, st.rgs)
-			if err != nil {
-				cancel(st.failed("apply", err))
-				continue
-			}
-			st.count(res, sum, prog)
-		}
-		return
-	}
-	globals := make(chan *step) // unbuffered: one global phase runs while the next user phase does
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for st := range globals {
-			if ctx.Err() != nil {
-				st.release()
-				continue
-			}
-			res, err := p.CommitGlobal(ctx, st.plan)
-			if err != nil {
-				cancel(st.failed("apply", err))
-				continue
-			}
-			st.count(res, sum, prog)
-		}
-	}()
 	for st := range steps {
 		if ctx.Err() != nil {
 			st.release()
 			continue
 		}
-		if err := p.CommitUsers(ctx, st.plan); err != nil {
-			st.release()
+		var res apply.Result
+		var err error
+		if st.plan != nil {
+			res, err = a.(preparer).Commit(ctx, st.plan)
+		} else {
+			res, err = a.Apply(ctx, st.recs, st.rgs)
+		}
+		if err != nil {
 			cancel(st.failed("apply", err))
 			continue
 		}
-		globals <- st
+		st.count(res, sum, prog)
 	}
-	close(globals)
-	<-done
 }
 
 // release frees what a step that is not applied holds.
