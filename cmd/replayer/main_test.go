@@ -18,6 +18,7 @@ func TestBadInvocationExitsTwo(t *testing.T) {
 		{args: []string{"--wipe"}, env: brokers, key: "--wipe"},
 		{args: []string{"--parallel", "0"}, env: brokers, key: "--parallel"},
 		{args: []string{"--max-rate", "-5"}, env: brokers, key: "--max-rate"},
+		{args: []string{"--cpu-profile", "/nonexistent-dir/replayer.pprof"}, env: brokers, key: "--cpu-profile"},
 		{env: nil, key: "kafka.brokers"}, // embedded mode makes no sense for a replay
 		{env: append(brokers, "PROJECTOR_TIME_ZONE=Nowhere/Land"), key: "time_zone"},
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,15 +32,18 @@ func (e *env) runReplay(ctx context.Context, args []string) (float64, error) {
 	if e.cfg.ProfileSeconds > 0 {
 		args = append(slices.Clip(args), "--cpu-profile="+filepath.Join(e.cfg.Dir, "replayer.pprof"))
 	}
-	redis0, _ := e.redis.CPUSeconds(ctx)
-	kafka0, _ := e.kafka.CPUSeconds()
+	redis0, err0 := e.redis.CPUSeconds(ctx)
+	kafka0, kerr0 := e.kafka.CPUSeconds()
 	p, err := Start(e.replayer, args, Env(e.kafka.Addr(), e.redis, "127.0.0.1:0", e.cfg.ConsumerEnv...), logPath)
 	if err != nil {
 		return 0, err
 	}
 	<-p.Done()
-	redis1, _ := e.redis.CPUSeconds(ctx)
-	kafka1, _ := e.kafka.CPUSeconds()
+	redis1, err1 := e.redis.CPUSeconds(ctx)
+	kafka1, kerr1 := e.kafka.CPUSeconds()
+	if err := errors.Join(err0, kerr0, err1, kerr1); err != nil {
+		return 0, fmt.Errorf("replay: read the servers' CPU: %w", err)
+	}
 	out, err := os.ReadFile(logPath)
 	if err != nil {
 		return 0, fmt.Errorf("read replayer output: %w", err)

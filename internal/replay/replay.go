@@ -210,29 +210,18 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 		return sum, err
 	}
 	prog := newProgress(opts.Progress, opts.Terminal, plan.total()).resumeAt(sum.Before).publishTo(ctx, rdb, keys.Meta())
-	// The dead-letter marks are rebuilt beside the replay: they are read by
-	// the consumers only after the handover, and reading the dead-letter
-	// topic is a fixed cost of a second or so that need not add to the replay's.
-	type marked struct {
-		dead int
-		err  error
-	}
-	dlq := make(chan marked, 1)
-	go func() {
-		dead, err := rebuildDLQMarks(ctx, cfg, records.NewDLQMarks(rdb, cfg.Redis.KeyPrefix))
-		dlq <- marked{dead, err}
-	}()
-	err = readAndApply(ctx, cfg, todo, batchOr(opts.BatchSize, FullBatch), applier, &sum, prog, withWorkers(parallelOr(opts.Parallel)),
-		withPace(newPacer(opts.MaxRate, time.Now)))
-	dm := <-dlq
-	if err != nil {
+	if err := readAndApply(ctx, cfg, todo, batchOr(opts.BatchSize, FullBatch), applier, &sum, prog, withWorkers(parallelOr(opts.Parallel)),
+		withPace(newPacer(opts.MaxRate, time.Now))); err != nil {
 		return sum, err
 	}
 	prog.done()
-	if dm.err != nil {
-		return sum, fmt.Errorf("rebuild dead-letter marks: %w", dm.err)
+	// After the replay, so that dead letters a consumer still wrote while
+	// the replay ran (a batch in flight when Redis lost its data) are marked too.
+	dead, err := rebuildDLQMarks(ctx, cfg, records.NewDLQMarks(rdb, cfg.Redis.KeyPrefix))
+	if err != nil {
+		return sum, fmt.Errorf("rebuild dead-letter marks: %w", err)
 	}
-	log.Info("dead-letter marks rebuilt", zap.Int("dead_letters_read", dm.dead))
+	log.Info("dead-letter marks rebuilt", zap.Int("dead_letters_read", dead))
 	if toLatest {
 		if err := commitOffsets(ctx, cfg, plan); err != nil {
 			return sum, err
