@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // Prepared is a batch that Prepare planned and Commit applies.
@@ -37,8 +38,10 @@ func (a *Applier) Prepare(ctx context.Context, recs []Record, ranges []Range) (*
 
 // Commit applies a batch that Prepare planned, after the batches committed
 // before it; the result is the one Apply gives. With GapCheck the watermarks
-// are read again first (the previous batch raised them). When the holds
-// changed since Prepare the batch is planned again, as in Apply.
+// are read again first (the previous batch raised them); when one of the
+// batch's partitions went below what Prepare read (Redis went back in time
+// meanwhile, so the plan may skip records Redis no longer holds), or when
+// the holds changed since Prepare, the batch is planned again, as by Apply.
 func (a *Applier) Commit(ctx context.Context, p *Prepared) (Result, error) {
 	defer p.Release()
 	b := p.b
@@ -50,10 +53,32 @@ func (a *Applier) Commit(ctx context.Context, p *Prepared) (Result, error) {
 		if err := a.precheck(ctx, b.ranges, wms); err != nil {
 			return b.res, err
 		}
+		if fell(b.ranges, b.wms, wms) {
+			p.Release()
+			return a.applyLoop(ctx, b.recs, b.ranges, false)
+		}
 	}
 	res, err := a.phases(ctx, b)
 	if errors.Is(err, errHoldsChanged) {
 		return a.applyLoop(ctx, b.recs, b.ranges, false)
 	}
 	return res, err
+}
+
+// fell reports whether the watermark of a partition of ranges is lower in
+// now than in before (a missing one counts as -1).
+func fell(ranges []Range, before, now map[string]string) bool {
+	at := func(h map[string]string, f string) int64 {
+		if n, err := strconv.ParseInt(h[f], 10, 64); err == nil {
+			return n
+		}
+		return -1
+	}
+	for _, r := range ranges {
+		f := r.TP().String()
+		if at(now, f) < at(before, f) {
+			return true
+		}
+	}
+	return false
 }

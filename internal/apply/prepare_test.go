@@ -91,3 +91,51 @@ func TestPrepareAheadEqualsApply(t *testing.T) {
 		compareStates(t, mode, want, got)
 	}
 }
+
+// TestCommitAfterRollbackPlansAgain: a redelivered batch planned while
+// Redis held it (every record below the watermark: the plan skips them all)
+// and committed after Redis lost it (the watermark fell, not below the
+// batch's start, so there is no gap) is planned again: its records are
+// applied, as Apply on the emptied Redis applies them.
+func TestCommitAfterRollbackPlansAgain(t *testing.T) {
+	recs := smallLog()[:100]
+	rng := []Range{{Topic: "shop.views", Partition: 0, First: recs[0].Offset, Last: recs[len(recs)-1].Offset}}
+	ctx := context.Background()
+	state := func(prepareFirst bool) map[string]string {
+		rdb := testredis.StartStandalone(t).Client()
+		a := guardedApplier(t, rdb, projections.Defaults(), Guards{GapCheck: true})
+		var p *Prepared
+		if prepareFirst {
+			if _, err := a.Apply(ctx, recs, rng); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			if p, err = a.Prepare(ctx, recs, rng); err != nil {
+				t.Fatal(err)
+			}
+			if err := rdb.FlushAll(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := testMeta(rdb).InitMeta(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+		} else if p, _ = a.Prepare(ctx, recs, rng); p == nil {
+			t.Fatal("no plan")
+		}
+		res, err := a.Commit(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, o := range res.Outcomes {
+			if o == Skipped {
+				t.Fatalf("prepared before the loss %v: record %d skipped", prepareFirst, i)
+			}
+		}
+		return dumpState(t, rdb)
+	}
+	want, got := state(false), state(true)
+	if len(want) < 50 {
+		t.Fatalf("only %d keys", len(want))
+	}
+	compareStates(t, "after the loss", want, got)
+}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -25,6 +26,11 @@ type Live struct {
 	// RedisCPU and ConsumerCPU are microseconds of CPU per event, from the
 	// start of production until the group had committed everything.
 	RedisCPU, ConsumerCPU float64
+	// KafkaCPU and LoadCPU are the broker's and the load generator's (this
+	// process: producer and latency probe) microseconds of CPU per event.
+	KafkaCPU, LoadCPU float64
+	// BusyCores is how many of the machine's CPUs were busy on average.
+	BusyCores float64
 	// MeanBatch is the mean records per batch.
 	MeanBatch float64
 	// LagStart and LagEnd are the group's lag (records) once the warm-up
@@ -46,9 +52,11 @@ func (l Live) String() string {
 	if !l.CaughtUp {
 		verdict += ", not caught up 2 min after production"
 	}
-	return fmt.Sprintf("%d ev/s: %d markers (%d unseen after 30s), p50 %v p99 %v max %v; redis %.2f us/ev, consumer %.2f us/ev, mean batch %.1f; lag %d -> %d (%s)",
+	return fmt.Sprintf("%d ev/s: %d markers (%d unseen after 30s), p50 %v p99 %v max %v; redis %.2f us/ev, consumer %.2f us/ev, "+
+		"kafka broker %.2f us/ev, load generator %.2f us/ev, machine %.2f cores busy; mean batch %.1f; lag %d -> %d (%s)",
 		l.Rate, len(l.Latency), l.Unseen, l.Latency.Quantile(0.5).Round(100*time.Microsecond), l.Latency.Quantile(0.99).Round(100*time.Microsecond),
-		l.Latency.Quantile(1).Round(100*time.Microsecond), l.RedisCPU, l.ConsumerCPU, l.MeanBatch, l.LagStart, l.LagEnd, verdict)
+		l.Latency.Quantile(1).Round(100*time.Microsecond), l.RedisCPU, l.ConsumerCPU, l.KafkaCPU, l.LoadCPU, l.BusyCores,
+		l.MeanBatch, l.LagStart, l.LagEnd, verdict)
 }
 
 // live produces generated traffic at rate while m runs caught up with the
@@ -88,7 +96,9 @@ func (e *env) live(ctx context.Context, m *member, p *kgo.Client, rate int) (Liv
 		e.logf("%s: live profile: %v", m.name, err)
 	}
 	l.Events = after.events - before.events
-	l.RedisCPU, l.ConsumerCPU, _, _, l.MeanBatch = perEvent(before, after, l.Events)
+	l.RedisCPU, l.ConsumerCPU, l.KafkaCPU, _, l.MeanBatch = perEvent(before, after, l.Events)
+	l.LoadCPU = 1e6 * (after.self - before.self) / max(l.Events, 1)
+	l.BusyCores = busyCores(before.idle, after.idle, after.at.Sub(before.at), runtime.NumCPU())
 	e.logf("%s: live %v", m.name, l)
 	if durations != nil {
 		e.logf("%s: batches by duration: %s", m.name, describeDurations(durations, batchDurations(ctx, m.proc)))

@@ -72,6 +72,7 @@ type sample struct {
 	batches, batched       float64 // batches and their records so far
 	redis, consumer, kafka float64
 	replicas               float64
+	self, idle             float64 // this process's CPU, the machine's idle time (seconds)
 }
 
 // sample observes m and the servers.
@@ -96,6 +97,10 @@ func (e *env) sample(ctx context.Context, m *member) (sample, error) {
 	if s.replicas, err = e.redis.ReplicaCPUSeconds(ctx); err != nil {
 		return s, err
 	}
+	if s.idle, err = idleSeconds(); err != nil {
+		return s, err
+	}
+	s.self = selfCPUSeconds()
 	s.consumer, err = m.proc.CPUSeconds()
 	return s, err
 }

@@ -133,7 +133,7 @@ func pidCPUSeconds(pid int) (float64, error) {
 	return (ut + st) / clockTicks, nil
 }
 
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times on Linux.
+// clockTicks is USER_HZ, the unit of /proc/stat and /proc/<pid>/stat times on Linux.
 const clockTicks = 100
 
 // Metric sums the samples of a Prometheus metric family (every label set)
