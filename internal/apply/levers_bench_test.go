@@ -32,13 +32,17 @@ type lever struct {
 // BenchmarkLevers compares the ways of applying batches (issue 16 item 4)
 // side by side, in interleaved rounds, on a fresh redis-server each: the
 // live shape (batches of 50 events over 10,000 users) and a backlog shape
-// (batches of 10,000). ns/op is per event; redis-us/ev is Redis's CPU per
+// (batches of 10,000); "paced" is cmd/bench's live phase: batches of 150
+// sent at 10,000 events per second, so that Redis idles between batches
+// as it does there (its caches go cold). ns/op is per event; redis-us/ev is Redis's CPU per
 // event (INFO cpu), calib-us the same server's CPU per INCRBY called from
 // Lua before the run (the machine's speed), <CMD>-us/ev and <CMD>-calls/ev
 // the INFO commandstats of the run per event. The variant "peer" is the
 // at-least-once reference: every write as plain commands, pipelined per
 // batch, no markers. With APPLY_BASE_LUA naming a file, the variant "base"
-// runs the apply script of that file (another tree's apply.lua).
+// runs the apply script of that file (another tree's apply.lua). "tx" is
+// the Applier as it is (its user writes by MULTI/EXEC, multi.go), "usersN"
+// the script with N users per call.
 func BenchmarkLevers(b *testing.B) {
 	var levers []lever
 	if path := os.Getenv("APPLY_BASE_LUA"); path != "" {
@@ -53,16 +57,18 @@ func BenchmarkLevers(b *testing.B) {
 			}
 		}
 		levers = append(levers, lever{name: "base", apply: applyWith, setup: func(b *testing.B, a *Applier, _ *testredis.Server) {
-			a.script, a.perCall = newScript(string(body)), basePerCall
+			a.script, a.perCall, a.multi = newScript(string(body)), basePerCall, false
 		}})
 	}
 	for _, k := range leverUsersPerCall() {
 		levers = append(levers, lever{name: "users" + strconv.Itoa(k), apply: applyWith, setup: func(b *testing.B, a *Applier, _ *testredis.Server) {
-			a.perCall = k
+			a.perCall, a.multi = k, false
 		}})
 	}
 	levers = append(levers,
+		lever{name: "tx", apply: applyWith}, // the default: MULTI/EXEC (multi.go)
 		lever{name: "fcall" + strconv.Itoa(usersPerCallStandalone), apply: applyWith, setup: func(b *testing.B, a *Applier, srv *testredis.Server) {
+			a.multi = false
 			if err := useFunction(context.Background(), a, srv.Addr()); err != nil {
 				b.Fatal(err)
 			}
@@ -71,13 +77,13 @@ func BenchmarkLevers(b *testing.B) {
 		lever{name: "multi-coalesced", apply: applyMultiCoalesced},
 		lever{name: "peer", apply: applyPeer})
 	for _, shape := range []struct {
-		name  string
-		batch int
-	}{{"live", 50}, {"backlog", 10_000}} {
+		name        string
+		batch, rate int
+	}{{"live", 50, 0}, {"paced", 150, 10_000}, {"backlog", 10_000, 0}} {
 		b.Run(shape.name, func(b *testing.B) {
 			for r := 1; r <= leverRounds; r++ {
 				for _, l := range levers {
-					b.Run(fmt.Sprintf("r%d/%s", r, l.name), func(b *testing.B) { runLever(b, l, shape.batch, 10_000) })
+					b.Run(fmt.Sprintf("r%d/%s", r, l.name), func(b *testing.B) { runLever(b, l, shape.batch, shape.rate, 10_000) })
 				}
 			}
 		})
@@ -108,8 +114,9 @@ func applyWith(ctx context.Context, a *Applier, _ *redis.Client, recs []Record, 
 }
 
 // runLever applies b.N generated events over users users in batches of
-// batch with l and reports the costs.
-func runLever(b *testing.B, l lever, batch, users int) {
+// batch with l, at most rate events per second (0: no limit), and reports
+// the costs.
+func runLever(b *testing.B, l lever, batch, rate, users int) {
 	srv := testredis.StartStandalone(b)
 	ctx := context.Background()
 	rdb := srv.Client()
@@ -135,7 +142,11 @@ func runLever(b *testing.B, l lever, batch, users int) {
 	}
 	cpu0 := redisCPU(b, srv)
 	b.ResetTimer()
+	start := time.Now()
 	for i := 0; i < len(recs); i += batch {
+		if rate > 0 {
+			time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))))
+		}
 		part := recs[i:min(i+batch, len(recs))]
 		rng := []Range{{Topic: "shop.views", Partition: 0, First: part[0].Offset, Last: part[len(part)-1].Offset}}
 		if err := l.apply(ctx, a, rdb, part, rng); err != nil {

@@ -63,7 +63,8 @@ func (c *core) applyUsers(ctx context.Context, b *batch, m mode) error {
 // that no call blocks the server for long. A group whose
 // markers are found loses those events (duplicates, or redeliveries whose
 // user effects are already applied) and is tried again with the rest. In
-// modeCheck the calls carry no writes.
+// modeCheck the calls carry no writes. In modeUser on a standalone server
+// the groups go by transaction first (multiRound), the rest by script.
 func (c *core) applyUserChunk(ctx context.Context, groups map[string][]*item, order []string, res *Result, m mode) error {
 	pending := order
 	var gc groupCoalescer
@@ -73,6 +74,13 @@ func (c *core) applyUserChunk(ctx context.Context, groups map[string][]*item, or
 		per := 1
 		if m == modeUser {
 			per = max(c.perCall, 1)
+		}
+		var next []string
+		if m == modeUser && c.multi {
+			var err error
+			if pending, next, err = c.multiRound(ctx, groups, pending, res, &gc); err != nil {
+				return err
+			}
 		}
 		var calls [][]any
 		var users [][]string // the users of each call
@@ -92,7 +100,6 @@ func (c *core) applyUserChunk(ctx context.Context, groups map[string][]*item, or
 			users = append(users, us)
 		}
 		cmds := c.script.exec(ctx, c.rdb, calls, nil)
-		var next []string
 		for i, us := range users {
 			res.UserCalls++
 			var err error

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,15 +71,15 @@ func TestUsersCallDropsOnlyTheMarkedUser(t *testing.T) {
 // TestUsersPerCallEqualsOneCallPerUser: the generator's log (duplicates,
 // out-of-order events, orders, history clears) applied in batches, each
 // batch twice (a redelivery), leaves the same keys, values and expiries
-// with several users per call (Redis 7.0 and Valkey 8.1) as with one call
-// per user.
+// with several users per call and with the transactions of multi.go (Redis
+// 7.0 and Valkey 8.1) as with one script call per user.
 func TestUsersPerCallEqualsOneCallPerUser(t *testing.T) {
 	recs := smallLog()
-	state := func(perCall int, opts ...testredis.Option) map[string]string {
+	state := func(perCall int, multi bool, opts ...testredis.Option) map[string]string {
 		srv := testredis.StartStandalone(t, opts...)
 		rdb := srv.Client()
 		a := newTestApplier(t, rdb, projections.Defaults())
-		a.perCall = perCall
+		a.perCall, a.multi = perCall, multi
 		ctx := context.Background()
 		for i := 0; i < len(recs); i += 100 {
 			part := recs[i:min(i+100, len(recs))]
@@ -88,20 +90,44 @@ func TestUsersPerCallEqualsOneCallPerUser(t *testing.T) {
 				}
 			}
 		}
+		if execs := commandCalls(t, rdb, "exec"); multi != (execs > 0) {
+			t.Errorf("multi %v: %d transactions", multi, execs)
+		}
 		return dumpState(t, rdb)
 	}
-	one := state(1)
+	one := state(1, false)
 	if len(one) < 100 {
 		t.Fatalf("only %d keys after the log", len(one))
 	}
 	for name, many := range map[string]map[string]string{
-		"redis": state(usersPerCallStandalone), "valkey": state(usersPerCallStandalone, testredis.WithValkey()),
+		"redis": state(usersPerCallStandalone, false), "valkey": state(usersPerCallStandalone, false, testredis.WithValkey()),
+		"redis, transactions": state(usersPerCallStandalone, true), "valkey, transactions": state(usersPerCallStandalone, true, testredis.WithValkey()),
 	} {
 		compareStates(t, "several users per call on "+name, one, many)
 	}
 }
 
-// dumpState returns every key of rdb with its type, value and expiry.
+// commandCalls returns how many times rdb's server ran the command name
+// (INFO commandstats).
+func commandCalls(t *testing.T, rdb *redis.Client, name string) int {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(info, "cmdstat_"+name+":calls=")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+	if err != nil {
+		t.Fatalf("INFO commandstats %s: %v", name, err)
+	}
+	return n
+}
+
+// dumpState returns every key of rdb with its type, value and expiry (in
+// three pipelined round trips).
 func dumpState(t *testing.T, rdb *redis.Client) map[string]string {
 	t.Helper()
 	ctx := context.Background()
@@ -109,24 +135,41 @@ func dumpState(t *testing.T, rdb *redis.Client) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make(map[string]string, len(keys))
-	for _, k := range keys {
-		var v any
-		switch typ := rdb.Type(ctx, k).Val(); typ {
-		case "string":
-			v = rdb.Get(ctx, k).Val()
-		case "hash":
-			v = rdb.HGetAll(ctx, k).Val()
-		case "set":
-			m := rdb.SMembers(ctx, k).Val()
-			sort.Strings(m)
-			v = m
-		case "zset":
-			v = rdb.ZRangeWithScores(ctx, k, 0, -1).Val()
-		default:
-			t.Fatalf("%s: type %s", k, typ)
+	types := make([]*redis.StatusCmd, len(keys))
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			types[i] = p.Type(ctx, k)
 		}
-		out[k] = fmt.Sprintf("%v expires %d", v, rdb.PExpireTime(ctx, k).Val().Milliseconds())
+		return nil
+	})
+	vals := make([]func() any, len(keys))
+	exps := make([]*redis.DurationCmd, len(keys))
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			switch typ := types[i].Val(); typ {
+			case "string":
+				c := p.Get(ctx, k)
+				vals[i] = func() any { return c.Val() }
+			case "hash":
+				c := p.HGetAll(ctx, k)
+				vals[i] = func() any { return c.Val() }
+			case "set":
+				c := p.SMembers(ctx, k)
+				vals[i] = func() any { m := c.Val(); sort.Strings(m); return m }
+			case "zset":
+				c := p.ZRangeWithScores(ctx, k, 0, -1)
+				vals[i] = func() any { return c.Val() }
+			default:
+				t.Errorf("%s: type %s", k, typ)
+				vals[i] = func() any { return nil }
+			}
+			exps[i] = p.PExpireTime(ctx, k)
+		}
+		return nil
+	})
+	out := make(map[string]string, len(keys))
+	for i, k := range keys {
+		out[k] = fmt.Sprintf("%v expires %d", vals[i](), exps[i].Val().Milliseconds())
 	}
 	return out
 }
@@ -136,6 +179,7 @@ func dumpState(t *testing.T, rdb *redis.Client) map[string]string {
 func TestUsersCallBoundedByRecords(t *testing.T) {
 	rdb := testredis.StartStandalone(t).Client()
 	a := newTestApplier(t, rdb, projections.Defaults())
+	a.multi = false // the script calls are counted
 	ts := testNow.Add(-time.Hour)
 	var evs []events.Event
 	for i := range callRecords + 1 {
