@@ -1,9 +1,11 @@
 // Package apply applies the writes that projections plan to Redis, exactly
 // once: writes are grouped by hash slot (one group per user, one global
-// group), coalesced, and applied by one Lua script per group that first checks
-// the group's guard — idempotency markers for a user's slot, per-partition
+// group), coalesced, and applied by one atomic step per group that first
+// checks the group's guard — idempotency markers for a user's slot, per-partition
 // offset watermarks for the global slot — and writes nothing when it was
-// already applied.
+// already applied. The step is a Lua script (script.go); a standalone
+// server's user groups go as WATCH, reads and MULTI/EXEC instead where the
+// transaction covers their writes (multi.go).
 //
 // Applier is the consumers' guarded apply (and the replayer's after a data
 // loss); CheckOnly and Rebuilder are the replayer's while it rebuilds some
@@ -50,7 +52,7 @@ type Result struct {
 	Outcomes []Outcome
 	// Writes counts the writes the scripts reported as applied.
 	Writes int64
-	// UserCalls and GlobalCalls count script calls.
+	// UserCalls and GlobalCalls count script calls and transactions.
 	UserCalls, GlobalCalls int
 }
 
