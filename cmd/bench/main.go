@@ -166,8 +166,18 @@ func checkRedis(o bench.RedisOptions) error {
 	return nil
 }
 
-// printLive prints the steady-rate phases of one consumer.
+// printLive prints the steady-rate phases of one consumer, and the Redis
+// commands per event of its first phase at each rate.
 func printLive(w io.Writer, name string, lives []bench.Live) {
+	seen := map[int]bool{}
+	for _, l := range lives {
+		if !seen[l.Rate] {
+			seen[l.Rate] = true
+			fmt.Fprintf(w, "redis commandstats over the %s's first live phase at %d ev/s (%.0f events, mean batch %.1f):\n",
+				name, l.Rate, l.Events, l.MeanBatch)
+			printCommandTable(w, l.Commands, l.Events)
+		}
+	}
 	for _, l := range lives {
 		fmt.Fprintf(w, "live %s %v\n", name, l)
 	}
@@ -180,17 +190,25 @@ func printCommands(w io.Writer, name string, th bench.Throughput) {
 	if n == 0 {
 		return
 	}
+	fmt.Fprintf(w, "redis commandstats over the %s's backlog (%d events, %.0f script calls, %.3f per event, mean batch %.0f):\n",
+		name, th.Total, th.ScriptCalls, th.ScriptCalls/n, th.MeanBatch)
+	printCommandTable(w, th.Commands, n)
+}
+
+// printCommandTable prints commandstats per event over n events, busiest first.
+func printCommandTable(w io.Writer, cmds map[string]bench.CommandStat, n float64) {
+	if n <= 0 {
+		return
+	}
 	type row struct {
 		name string
 		s    bench.CommandStat
 	}
 	var rows []row
-	for k, s := range th.Commands {
+	for k, s := range cmds {
 		rows = append(rows, row{k, s})
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].s.Usec > rows[j].s.Usec })
-	fmt.Fprintf(w, "redis commandstats over the %s's backlog (%d events, %.0f script calls, %.3f per event, mean batch %.0f):\n",
-		name, th.Total, th.ScriptCalls, th.ScriptCalls/n, th.MeanBatch)
 	fmt.Fprintf(w, "  %-18s %12s %10s %10s\n", "command", "calls", "calls/ev", "us/ev")
 	for _, r := range rows {
 		fmt.Fprintf(w, "  %-18s %12d %10.3f %10.3f\n", r.name, r.s.Calls, float64(r.s.Calls)/n, float64(r.s.Usec)/n)

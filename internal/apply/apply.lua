@@ -145,7 +145,7 @@ local function writeSet(k, keep, ret, ttl, hi, lo, add, first)
   else
     added = redis.call('ZADD', k, 'GT', ARGV[first + 1], ARGV[first])
   end
-  if keep > 0 and added > 0 then
+  if keep > 0 then
     redis.call('ZREMRANGEBYRANK', k, 0, -(keep + 1))
   end
   if not ttl then

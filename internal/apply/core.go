@@ -25,13 +25,15 @@ type core struct {
 	// multi applies user groups by MULTI/EXEC where it can (multi.go): a
 	// standalone server.
 	multi bool
-	bufMu sync.Mutex            // guards bufs
-	bufs  [][]projections.Write // free buffers for a batch's planned writes (writeBuffer)
+	// txKeys bounds the keys one transaction WATCHes (txKeysDefault).
+	txKeys int
+	bufMu  sync.Mutex            // guards bufs
+	bufs   [][]projections.Write // free buffers for a batch's planned writes (writeBuffer)
 }
 
 func newCore(rdb redis.UniversalClient, planner *projections.Planner, opts Options, only map[string]bool) core {
 	return core{rdb: rdb, planner: planner, keys: projections.Keys{Prefix: opts.KeyPrefix}, opts: opts, only: only,
-		script: applyScript(), perCall: usersPerCall(rdb), multi: isStandalone(rdb)}
+		script: applyScript(), perCall: usersPerCall(rdb), multi: isStandalone(rdb), txKeys: txKeysDefault}
 }
 
 // LoadScript loads the apply script on every server, so that EVALSHA finds

@@ -65,6 +65,11 @@ func BenchmarkLevers(b *testing.B) {
 			a.perCall, a.multi = k, false
 		}})
 	}
+	for _, k := range leverTxKeys() {
+		levers = append(levers, lever{name: "tx" + strconv.Itoa(k), apply: applyWith, setup: func(b *testing.B, a *Applier, _ *testredis.Server) {
+			a.txKeys = k
+		}})
+	}
 	levers = append(levers,
 		lever{name: "tx", apply: applyWith}, // the default: MULTI/EXEC (multi.go)
 		lever{name: "fcall" + strconv.Itoa(usersPerCallStandalone), apply: applyWith, setup: func(b *testing.B, a *Applier, srv *testredis.Server) {
@@ -79,7 +84,7 @@ func BenchmarkLevers(b *testing.B) {
 	for _, shape := range []struct {
 		name        string
 		batch, rate int
-	}{{"live", 50, 0}, {"paced", 150, 10_000}, {"backlog", 10_000, 0}} {
+	}{{"live", 50, 0}, {"paced", 150, 10_000}, {"paced80", 80, 10_000}, {"backlog", 10_000, 0}} {
 		b.Run(shape.name, func(b *testing.B) {
 			for r := 1; r <= leverRounds; r++ {
 				for _, l := range levers {
@@ -90,19 +95,30 @@ func BenchmarkLevers(b *testing.B) {
 	}
 }
 
+// leverTxKeys returns the transactions' watched-key bounds to compare
+// beside the default (APPLY_TX_KEYS, comma-separated; none by default).
+func leverTxKeys() []int { return intsFromEnv("APPLY_TX_KEYS", nil) }
+
 // leverUsersPerCall returns the users per call to compare: APPLY_PER_CALL
 // (comma-separated), or 1 and usersPerCallStandalone.
 func leverUsersPerCall() []int {
-	ks := []int{1, usersPerCallStandalone}
-	if env := os.Getenv("APPLY_PER_CALL"); env != "" {
-		ks = nil
-		for _, f := range strings.Split(env, ",") {
-			k, err := strconv.Atoi(f)
-			if err != nil {
-				panic("APPLY_PER_CALL: " + err.Error())
-			}
-			ks = append(ks, k)
+	return intsFromEnv("APPLY_PER_CALL", []int{1, usersPerCallStandalone})
+}
+
+// intsFromEnv parses the comma-separated integers of the environment
+// variable name, or returns def when it is unset.
+func intsFromEnv(name string, def []int) []int {
+	env := os.Getenv(name)
+	if env == "" {
+		return def
+	}
+	var ks []int
+	for _, f := range strings.Split(env, ",") {
+		k, err := strconv.Atoi(f)
+		if err != nil {
+			panic(name + ": " + err.Error())
 		}
+		ks = append(ks, k)
 	}
 	return ks
 }

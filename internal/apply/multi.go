@@ -35,13 +35,13 @@ func isStandalone(rdb redis.UniversalClient) bool {
 
 // multiAttempts bounds the transactions tried for the same users before
 // they go to the script (a key of theirs kept changing under WATCH).
-// txKeys bounds the keys one transaction WATCHes: Redis 7.0 compares each
+// txKeysDefault bounds the keys one transaction WATCHes: Redis 7.0 compares each
 // key a WATCH adds with every key the connection watches already, so a
 // transaction's WATCH costs the square of its keys (BENCHMARKS.md). A
 // batch's transactions go txInFlight at once.
 const (
 	multiAttempts = 3
-	txKeys        = 64
+	txKeysDefault = 64
 	txInFlight    = 4
 )
 
@@ -74,11 +74,10 @@ type mHash struct {
 
 // mSet is the ZAddMax writes of one set of a user.
 type mSet struct {
-	key    string
-	prof   profile
-	pairs  []*projections.Write
-	scores *redis.Cmd // ZMSCORE of the members (keep > 0)
-	exp    *redis.Cmd // PEXPIRETIME (with an expiry)
+	key   string
+	prof  profile
+	pairs []*projections.Write
+	exp   *redis.Cmd // PEXPIRETIME (with an expiry)
 }
 
 // multiRound applies what it can of the user groups of pending by
@@ -91,6 +90,7 @@ func (c *core) multiRound(ctx context.Context, groups map[string][]*item, pendin
 		return pending, nil, nil
 	}
 	var txs [][]*mUser
+	txKeys := max(c.txKeys, 1)
 	keys := txKeys
 	for _, u := range pending {
 		mu, ok := newMUser(u, groups[u], gc.of(groups[u]))
@@ -273,8 +273,9 @@ func runTx(ctx context.Context, tx *redis.Tx, users []*mUser) error {
 }
 
 // queueReads queues what mu's decisions depend on: its markers and their
-// hashes' expiry, its guards, its sets' members (for the rank trim) and
-// expiry.
+// hashes' expiry, its guards and its sets' expiry. A set's members are not
+// read: its rank trim goes with every add (a trim of a set within its size
+// costs Redis less than reading whether a member was new).
 func queueReads(ctx context.Context, p redis.Pipeliner, mu *mUser) {
 	for i := range mu.hashes {
 		h := &mu.hashes[i]
@@ -294,15 +295,7 @@ func queueReads(ctx context.Context, p redis.Pipeliner, mu *mUser) {
 	}
 	for i := range mu.sets {
 		s := &mu.sets[i]
-		s.scores, s.exp = nil, nil
-		if s.prof.keep > 0 {
-			args := make([]any, 0, 2+len(s.pairs))
-			args = append(args, "zmscore", &s.key)
-			for _, w := range s.pairs {
-				args = append(args, &w.Member)
-			}
-			s.scores = p.Do(ctx, args...)
-		}
+		s.exp = nil
 		if s.prof.hasTTL {
 			s.exp = p.Do(ctx, "pexpiretime", &s.key)
 		}
@@ -395,16 +388,9 @@ func (mu *mUser) guardValue(g string) (int64, error) {
 // value gv, as apply.lua's writeSet makes them; ok is false when they need
 // the set's newest member (the script then applies them).
 func (s *mSet) decide(gv int64, mu *mUser) (ok bool, err error) {
-	var present []any
-	if s.scores != nil {
-		if present, err = s.scores.Slice(); err != nil {
-			return false, fmt.Errorf("read members of %s: %w", s.key, err)
-		}
-	}
 	add := []any{"zadd", &s.key, "gt"}
 	var hi, lo int64
-	added := 0
-	for i, w := range s.pairs {
+	for _, w := range s.pairs {
 		if w.Score <= gv {
 			continue
 		}
@@ -413,9 +399,6 @@ func (s *mSet) decide(gv int64, mu *mUser) (ok bool, err error) {
 		}
 		hi, lo = max(hi, w.Score), min(lo, w.Score)
 		add = append(add, &w.Score, &w.Member)
-		if present != nil && present[i] == nil {
-			added++
-		}
 	}
 	if len(add) == 3 {
 		return true, nil
@@ -423,7 +406,7 @@ func (s *mSet) decide(gv int64, mu *mUser) (ok bool, err error) {
 	mu.writes += int64(len(add)-3) / 2
 	cmds := [][]any{add}
 	p := s.prof
-	if p.keep > 0 && added > 0 {
+	if p.keep > 0 { // a read of the members would cost more than the trim
 		cmds = append(cmds, []any{"zremrangebyrank", &s.key, 0, -(p.keep + 1)})
 	}
 	trim := []any{"zremrangebyscore", &s.key, "-inf", "(" + strconv.FormatInt(hi-p.ret, 10)}

@@ -56,8 +56,8 @@ func TestTransactionsEqualScript(t *testing.T) {
 }
 
 // TestTransactionsEqualScriptOnEdges: the cases a random log seldom
-// reaches, step by step as the script: a set that does not grow after its
-// size was lowered keeps its members; a marker hash whose records are
+// reaches, step by step as the script: a set written after its size was
+// lowered shrinks to the new size even when it does not grow; a marker hash whose records are
 // applied after the end of its day (+ window) gets the later expiry.
 func TestTransactionsEqualScriptOnEdges(t *testing.T) {
 	ts := time.Now().Add(time.Hour)
@@ -165,5 +165,38 @@ func (h raceHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		h.before(cmds)
 		return next(ctx, cmds)
+	}
+}
+
+// TestLoweredSizeShrinksAtNextWrite: after last_viewed.size is lowered, a
+// view of a product already in the set (it adds no member) trims the set to
+// the new size, by script and by transaction alike (docs/contract.md 10).
+func TestLoweredSizeShrinksAtNextWrite(t *testing.T) {
+	ts := testNow.Add(-time.Hour)
+	small := projections.Defaults()
+	small.LastViewed.Size = 2
+	recs1, rng1 := batchAt(0, view("a1", "u1", "p1", ts), view("a2", "u1", "p2", ts.Add(time.Second)),
+		view("a3", "u1", "p3", ts.Add(2*time.Second)))
+	recs2, rng2 := batchAt(3, view("a4", "u1", "p3", ts.Add(3*time.Second)))
+	for _, viaMulti := range []bool{false, true} {
+		rdb := testredis.StartStandalone(t).Client()
+		for _, st := range []struct {
+			cfg  projections.Config
+			recs []Record
+			rng  []Range
+		}{{projections.Defaults(), recs1, rng1}, {small, recs2, rng2}} {
+			a := newTestApplier(t, rdb, st.cfg)
+			a.multi = viaMulti
+			if _, err := a.Apply(context.Background(), st.recs, st.rng); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := rdb.ZRange(context.Background(), "lv:{u:u1}", 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"p2", "p3"}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("transactions %v: lv:{u:u1} = %v, want %v", viaMulti, got, want)
+		}
 	}
 }

@@ -36,6 +36,9 @@ type Live struct {
 	// LagStart and LagEnd are the group's lag (records) once the warm-up
 	// is over and just before production stops.
 	LagStart, LagEnd int64
+	// Commands are the Redis commandstats over the phase (reset at its
+	// start), for Events events.
+	Commands map[string]CommandStat
 }
 
 // LagGrows reports whether the lag at the end of production exceeds the lag
@@ -66,6 +69,9 @@ func (e *env) live(ctx context.Context, m *member, p *kgo.Client, rate int) (Liv
 	lc := e.cfg.Latency
 	lc.Rate, lc.Round = rate, e.round
 	e.logf("%s: live %d ev/s for %v", m.name, rate, lc.Duration)
+	if err := e.redis.ResetStats(ctx); err != nil {
+		return l, err
+	}
 	before, err := e.sample(ctx, m)
 	if err != nil {
 		return l, err
@@ -88,6 +94,9 @@ func (e *env) live(ctx context.Context, m *member, p *kgo.Client, rate int) (Liv
 	}
 	after, err := e.sample(ctx, m)
 	if err != nil {
+		return l, err
+	}
+	if l.Commands, err = e.redis.CommandStats(ctx); err != nil {
 		return l, err
 	}
 	lag := <-lags
