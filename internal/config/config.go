@@ -92,7 +92,7 @@ type LogConfig struct {
 // Defaults returns the configuration used when no source sets anything
 // (docs/contract.md section 8): embedded mode (no brokers, no Redis addresses), time zone
 // UTC and every projection on with projections.Defaults().
-// batch.max_events (20000) and batch.max_wait (5ms) are this
+// batch.max_events (20000) and batch.max_wait (10ms) are this
 // implementation's choice.
 func Defaults() Config {
 	return Config{
@@ -105,7 +105,7 @@ func Defaults() Config {
 		Redis:       RedisConfig{Mode: "standalone", Wait: WaitConfig{Timeout: time.Second}},
 		TimeZone:    "UTC",
 		Idempotency: IdempotencyConfig{Window: 24 * time.Hour},
-		Batch:       BatchConfig{MaxEvents: 20000, MaxWait: 5 * time.Millisecond},
+		Batch:       BatchConfig{MaxEvents: 20000, MaxWait: 10 * time.Millisecond},
 		HTTP:        HTTPConfig{Addr: ":9090"},
 		Log:         LogConfig{Level: "info", Format: "auto"},
 		Projections: projections.Defaults(),

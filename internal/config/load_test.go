@@ -62,7 +62,7 @@ func TestDefaults(t *testing.T) {
 		{"time_zone", "UTC"},
 		{"idempotency.window", 24 * time.Hour},
 		{"batch.max_events", 20000},
-		{"batch.max_wait", 5 * time.Millisecond},
+		{"batch.max_wait", 10 * time.Millisecond},
 		{"http.addr", ":9090"},
 		{"log.level", "info"},
 		{"log.format", "auto"},
