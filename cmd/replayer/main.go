@@ -29,6 +29,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	// First of all, so that a SIGTERM during start-up is a clean stop too.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	app.TuneGC(app.ReplayerMemoryLimit)
 	fs := pflag.NewFlagSet("replayer", pflag.ContinueOnError)
 	projs := fs.StringSlice("projections", nil, "projections to rebuild (default: all enabled ones)")
 	wipe := fs.Bool("wipe", false, "delete the selected projections' keys first (needs --yes)")

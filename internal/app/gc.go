@@ -5,17 +5,20 @@ import (
 	"runtime/debug"
 )
 
-// The consumer's garbage-collector settings, applied by TuneGC unless GOGC
-// or GOMEMLIMIT are set. A batch's garbage is a few MB: collecting less
-// often costs little memory and a quarter of the CPU per event
-// (BENCHMARKS.md). With GOGC 400 the heap may grow to five times what a
-// batch keeps live; above the soft limit the collector runs more often
-// instead. The replayer keeps Go's defaults: GOGC 400 and a 1 GiB limit made
-// no difference to its rate (BENCHMARKS.md section 3.1).
+// The garbage-collector settings of the consumer and the replayer, applied
+// by TuneGC unless GOGC or GOMEMLIMIT are set. A batch's garbage is a few MB
+// (the consumer) or some hundreds (the replayer's batches of 50,000):
+// collecting less often costs little memory and a quarter of the CPU per
+// event of the consumer, an eighth of the replayer's (BENCHMARKS.md). With
+// GOGC 400 the heap may grow to five times what the batches in flight keep
+// live; above the soft limit the collector runs more often instead.
 const (
 	gcPercent = 400
 	// ConsumerMemoryLimit: a consumer batch of 20000 keeps well below it live.
 	ConsumerMemoryLimit = 512 << 20
+	// ReplayerMemoryLimit: the replayer keeps up to four batches of 50,000
+	// records live (one read, one planned, one in each phase of its commit).
+	ReplayerMemoryLimit = 2 << 30
 )
 
 // TuneGC sets GOGC 400 and the soft memory limit limit (bytes), each unless

@@ -77,7 +77,7 @@ func (c *core) writeBuffer(n int) ([]projections.Write, func([]projections.Write
 }
 
 // keptBuffers is how many write buffers a core keeps (writeBuffer).
-const keptBuffers = 2
+const keptBuffers = 3
 
 // batch is one attempt of Apply on its way through the phases.
 type batch struct {

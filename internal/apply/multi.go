@@ -204,6 +204,71 @@ func newMUser(u string, g []*item, ws []projections.Write) (*mUser, bool) {
 	return mu, true
 }
 
+// splitForTx cuts the group of each pending user before its first record
+// that a transaction cannot apply (a removal or a guard: newMUser), so that
+// the records before it go by transaction; a group that starts with such a
+// record keeps that record alone, for the script. The records cut off are
+// returned by user, for rejoin to hand to the next round: the cut record
+// runs after the records before it, and a transaction again takes the
+// records after it (a batch of a few events per user, a few per cent of
+// them removals, would otherwise send a third of its users to the script).
+func splitForTx(groups map[string][]*item, pending []string) map[string][]*item {
+	var later map[string][]*item
+	for _, u := range pending {
+		g := groups[u]
+		k := 0
+		for k < len(g) && txable(g[k]) {
+			k++
+		}
+		k = max(k, 1)
+		if k < len(g) {
+			if later == nil {
+				later = map[string][]*item{}
+			}
+			groups[u], later[u] = g[:k:k], g[k:]
+		}
+	}
+	return later
+}
+
+// txable reports whether a transaction can apply every user write of it.
+func txable(it *item) bool {
+	for i := range it.user {
+		switch it.user[i].Kind {
+		case projections.IncrBy, projections.SetValue, projections.ZAddMax:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// rejoin appends the records splitForTx held back (later) to what is left
+// of their users' groups after a round (the users of next), in the order of
+// the round's users, and returns the users of the next round.
+func rejoin(groups, later map[string][]*item, round, next []string) []string {
+	if len(later) == 0 {
+		return next
+	}
+	left := make(map[string]bool, len(next))
+	for _, u := range next {
+		left[u] = true
+	}
+	for _, u := range round {
+		rest, ok := later[u]
+		if !ok {
+			continue
+		}
+		if left[u] {
+			groups[u] = append(groups[u][:len(groups[u]):len(groups[u])], rest...)
+			continue
+		}
+		groups[u] = rest
+		next = append(next, u)
+	}
+	return next
+}
+
 // runTx is one attempt: WATCH and the reads, then MULTI/EXEC of the users
 // that found no marker and whose writes the reads decide.
 func runTx(ctx context.Context, tx *redis.Tx, users []*mUser) error {

@@ -20,7 +20,8 @@ import (
 // every batch, on Redis 7.0 and Valkey 8.1, for a log whose short lifetimes
 // make every branch of the sets' trims and expiries fire: out-of-order
 // events below the window, sets trimmed by size, history clears and
-// removals (which go to the script), duplicates and redeliveries, batches
+// removals (which go to the script, between transactions of the user's
+// records before and after them: splitForTx), duplicates and redeliveries, batches
 // of 1 to 150 records, and the lifetimes and sizes lowered and raised
 // halfway.
 func TestTransactionsEqualScript(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 type Prepared struct {
 	b       *batch
 	release func()
+	again   bool // planned on watermarks Redis no longer holds: apply it whole
 }
 
 // Release frees the planned writes of a batch that is not committed.
@@ -37,32 +38,65 @@ func (a *Applier) Prepare(ctx context.Context, recs []Record, ranges []Range) (*
 }
 
 // Commit applies a batch that Prepare planned, after the batches committed
-// before it; the result is the one Apply gives. With GapCheck the watermarks
-// are read again first (the previous batch raised them); when one of the
-// batch's partitions went below what Prepare read (Redis went back in time
-// meanwhile, so the plan may skip records Redis no longer holds), or when
-// the holds changed since Prepare, the batch is planned again, as by Apply.
+// before it; the result is the one Apply gives. It is CommitUsers, then
+// CommitGlobal.
 func (a *Applier) Commit(ctx context.Context, p *Prepared) (Result, error) {
-	defer p.Release()
+	if err := a.CommitUsers(ctx, p); err != nil {
+		p.Release()
+		return p.b.res, err
+	}
+	return a.CommitGlobal(ctx, p)
+}
+
+// CommitUsers is the first part of Commit: the user phase of a batch that
+// Prepare planned. It may run while CommitGlobal of the batch before runs
+// (their keys differ; a crash in between leaves this batch's user writes
+// with their markers, which a rerun finds, as after a crash between the
+// phases of one batch), but only after CommitUsers of the batch before
+// returned, so that its markers make this batch's duplicates of its records
+// known. With GapCheck the watermarks are read again first (the previous
+// batch raised them); when one of the batch's partitions went below what
+// Prepare read (Redis went back in time meanwhile, so the plan may skip
+// records Redis no longer holds), the batch is left to CommitGlobal to
+// apply again whole, as by Apply. On an error p must still be released.
+func (a *Applier) CommitUsers(ctx context.Context, p *Prepared) error {
 	b := p.b
 	if a.guards.GapCheck {
 		wms, err := a.rdb.HGetAll(ctx, a.keys.Watermarks()).Result()
 		if err != nil {
-			return b.res, fmt.Errorf("read watermarks: %w", err)
+			return fmt.Errorf("read watermarks: %w", err)
 		}
 		if err := a.precheck(ctx, b.ranges, wms); err != nil {
-			return b.res, err
+			return err
 		}
 		if fell(b.ranges, b.wms, wms) {
 			p.Release()
-			return a.applyLoop(ctx, b.recs, b.ranges, false)
+			p.again = true
+			return nil
 		}
 	}
-	res, err := a.phases(ctx, b)
-	if errors.Is(err, errHoldsChanged) {
+	return a.applyUsers(ctx, b, modeUser)
+}
+
+// CommitGlobal is the rest of Commit, after CommitUsers of the batch: the
+// global phase and the seal, in the order of the batches. When the holds
+// changed since Prepare, the batch is applied again whole, as by Apply. It
+// releases p.
+func (a *Applier) CommitGlobal(ctx context.Context, p *Prepared) (Result, error) {
+	defer p.Release()
+	b := p.b
+	if p.again {
 		return a.applyLoop(ctx, b.recs, b.ranges, false)
 	}
-	return res, err
+	err := a.applyGlobal(ctx, b, a.globalGuard())
+	if err == nil {
+		err = a.sealBatch(ctx, b.ranges)
+	}
+	if errors.Is(err, errHoldsChanged) {
+		p.Release()
+		return a.applyLoop(ctx, b.recs, b.ranges, false)
+	}
+	return b.res, err
 }
 
 // fell reports whether the watermark of a partition of ranges is lower in

@@ -10,7 +10,8 @@ import (
 
 // TestPrepareAheadEqualsApply: the generator's log (duplicates, out-of-order
 // events, orders, history clears) applied in batches, each batch planned by
-// Prepare before the batch ahead of it is committed, a redelivered batch
+// Prepare before the batch ahead of it is committed (or its user phase
+// applied before the global phase of the batch ahead), a redelivered batch
 // among them, leaves the same keys, values and expiries and the same
 // outcomes as Apply batch by batch.
 func TestPrepareAheadEqualsApply(t *testing.T) {
@@ -35,7 +36,9 @@ func TestPrepareAheadEqualsApply(t *testing.T) {
 		}
 	}
 	// mode "apply": Apply batch by batch; "commit": each batch planned
-	// before the one ahead of it is committed.
+	// before the one ahead of it is committed; "split": each batch planned
+	// and its user phase applied (CommitUsers) before the global phase of
+	// the one ahead of it (CommitGlobal), as the replay's lanes do.
 	run := func(mode string) ([][]Outcome, map[string]string) {
 		rdb := testredis.StartStandalone(t).Client()
 		a := newTestApplier(t, rdb, projections.Defaults())
@@ -46,6 +49,24 @@ func TestPrepareAheadEqualsApply(t *testing.T) {
 				must(err)
 				outs[i] = res.Outcomes
 			}
+			return outs, dumpState(t, rdb)
+		}
+		if mode == "split" {
+			var prev *Prepared
+			for i, p := range parts {
+				cur, err := a.Prepare(ctx, p.recs, p.rng)
+				must(err)
+				must(a.CommitUsers(ctx, cur))
+				if prev != nil {
+					res, err := a.CommitGlobal(ctx, prev)
+					must(err)
+					outs[i-1] = res.Outcomes
+				}
+				prev = cur
+			}
+			res, err := a.CommitGlobal(ctx, prev)
+			must(err)
+			outs[len(parts)-1] = res.Outcomes
 			return outs, dumpState(t, rdb)
 		}
 		next, err := a.Prepare(ctx, parts[0].recs, parts[0].rng)
@@ -66,7 +87,7 @@ func TestPrepareAheadEqualsApply(t *testing.T) {
 	if len(want) < 100 {
 		t.Fatalf("only %d keys after the log", len(want))
 	}
-	for _, mode := range []string{"commit"} {
+	for _, mode := range []string{"commit", "split"} {
 		gotOut, got := run(mode)
 		// A record that Apply skipped by the watermark is one Prepare could
 		// not skip (the batch before it was not committed yet): the markers

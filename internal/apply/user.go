@@ -70,6 +70,11 @@ func (c *core) applyUserChunk(ctx context.Context, groups map[string][]*item, or
 	var gc groupCoalescer
 	for len(pending) > 0 {
 		gc.reset() // the writes of these calls stay put until they are sent
+		round := pending
+		var later map[string][]*item
+		if m == modeUser && c.multi {
+			later = splitForTx(groups, pending)
+		}
 		gc.reserve(groups, pending)
 		per := 1
 		if m == modeUser {
@@ -112,7 +117,7 @@ func (c *core) applyUserChunk(ctx context.Context, groups map[string][]*item, or
 				return err
 			}
 		}
-		pending = next
+		pending = rejoin(groups, later, round, next)
 	}
 	return nil
 }

@@ -32,6 +32,9 @@ func (e *env) runReplay(ctx context.Context, args []string) (float64, error) {
 	if e.cfg.ProfileSeconds > 0 {
 		args = append(slices.Clip(args), "--cpu-profile="+filepath.Join(e.cfg.Dir, "replayer.pprof"))
 	}
+	if err := e.redis.ResetStats(ctx); err != nil {
+		return 0, err
+	}
 	redis0, err0 := e.redis.CPUSeconds(ctx)
 	kafka0, kerr0 := e.kafka.CPUSeconds()
 	p, err := Start(e.replayer, args, Env(e.kafka.Addr(), e.redis, "127.0.0.1:0", e.cfg.ConsumerEnv...), logPath)
@@ -57,6 +60,11 @@ func (e *env) runReplay(ctx context.Context, args []string) (float64, error) {
 	n, _ := strconv.ParseFloat(string(m[1]), 64)
 	e.logf("replay %v: %s records at %.0f ev/s, replayer CPU %.2f us/ev, redis %.2f us/ev, kafka broker %.2f us/ev, peak RSS %d MiB",
 		args, m[1], rate, 1e6*cpu/max(n, 1), 1e6*(redis1-redis0)/max(n, 1), 1e6*(kafka1-kafka0)/max(n, 1), p.PeakRSS()>>20)
+	cmds, err := e.redis.CommandStats(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("replay: read commandstats: %w", err)
+	}
+	e.logf("replay %v: redis commands per record (calls, us): %s", args, TopCommands(cmds, n, 10))
 	return rate, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -250,6 +251,22 @@ func (r *Redis) CommandStats(ctx context.Context) (map[string]CommandStat, error
 // CommandStat is one command's INFO commandstats figures.
 type CommandStat struct {
 	Calls, Usec int64
+}
+
+// TopCommands formats the k busiest commands of cmds per event over n
+// events: "name calls/ev us/ev, ...".
+func TopCommands(cmds map[string]CommandStat, n float64, k int) string {
+	names := make([]string, 0, len(cmds))
+	for name := range cmds {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool { return cmds[names[i]].Usec > cmds[names[j]].Usec })
+	var parts []string
+	for _, name := range names[:min(k, len(names))] {
+		s := cmds[name]
+		parts = append(parts, fmt.Sprintf("%s %.3f %.3f", name, float64(s.Calls)/max(n, 1), float64(s.Usec)/max(n, 1)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // infoOf reads one INFO section of c as fields.

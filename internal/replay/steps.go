@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/segmentio/kafka-go"
 
@@ -11,10 +12,12 @@ import (
 )
 
 // preparer is an applier that can plan a batch while the previous one is
-// applied (*apply.Applier).
+// applied, and apply a batch's user writes while the previous one's global
+// writes are applied (*apply.Applier).
 type preparer interface {
 	Prepare(ctx context.Context, recs []apply.Record, ranges []apply.Range) (*apply.Prepared, error)
-	Commit(ctx context.Context, p *apply.Prepared) (apply.Result, error)
+	CommitUsers(ctx context.Context, p *apply.Prepared) error
+	CommitGlobal(ctx context.Context, p *apply.Prepared) (apply.Result, error)
 }
 
 // step is one batch on its way: decoded, and planned when the applier is a preparer.
@@ -39,28 +42,66 @@ func prepareStep(ctx context.Context, msgs []kafka.Message, maxBytes int, a batc
 	return st, nil
 }
 
-// applySteps applies a lane's steps in order (planned ones by Commit, the
-// others by Apply), cancelling ctx at the first error; the steps after it
-// are released.
+// applySteps applies a lane's steps in order (planned ones by commitSteps,
+// the others by Apply), cancelling ctx at the first error; the steps after
+// it are released.
 func applySteps(ctx context.Context, cancel context.CancelCauseFunc, steps <-chan *step, a batchApplier, sum *Summary, prog *progress) {
+	if p, ok := a.(preparer); ok {
+		commitSteps(ctx, cancel, steps, p, sum, prog)
+		return
+	}
 	for st := range steps {
 		if ctx.Err() != nil {
-			st.release()
 			continue
 		}
-		var res apply.Result
-		var err error
-		if st.plan != nil {
-			res, err = a.(preparer).Commit(ctx, st.plan)
-		} else {
-			res, err = a.Apply(ctx, st.recs, st.rgs)
-		}
+		res, err := a.Apply(ctx, st.recs, st.rgs)
 		if err != nil {
 			cancel(st.failed("apply", err))
 			continue
 		}
 		st.count(res, sum, prog)
 	}
+}
+
+// commitSteps commits planned steps in two stages, so that Redis applies a
+// batch's user writes while the replayer coalesces the previous batch's
+// global writes, and the global call of one batch while the user calls of
+// the next are encoded: each step's user phase (CommitUsers) follows the
+// previous step's, and its global phase (CommitGlobal, in a goroutine of
+// its own) the previous step's global phase.
+func commitSteps(ctx context.Context, cancel context.CancelCauseFunc, steps <-chan *step, p preparer, sum *Summary, prog *progress) {
+	globals := make(chan *step)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for st := range globals {
+			if ctx.Err() != nil {
+				st.release()
+				continue
+			}
+			res, err := p.CommitGlobal(ctx, st.plan)
+			if err != nil {
+				cancel(st.failed("apply", err))
+				continue
+			}
+			st.count(res, sum, prog)
+		}
+	}()
+	for st := range steps {
+		if ctx.Err() == nil {
+			if err := p.CommitUsers(ctx, st.plan); err != nil {
+				cancel(st.failed("apply", err))
+			}
+		}
+		if ctx.Err() != nil {
+			st.release()
+			continue
+		}
+		globals <- st
+	}
+	close(globals)
+	wg.Wait()
 }
 
 // release frees what a step that is not applied holds.
