@@ -20,7 +20,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -200,17 +199,9 @@ func printCommandTable(w io.Writer, cmds map[string]bench.CommandStat, n float64
 	if n <= 0 {
 		return
 	}
-	type row struct {
-		name string
-		s    bench.CommandStat
-	}
-	var rows []row
-	for k, s := range cmds {
-		rows = append(rows, row{k, s})
-	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].s.Usec > rows[j].s.Usec })
 	fmt.Fprintf(w, "  %-18s %12s %10s %10s\n", "command", "calls", "calls/ev", "us/ev")
-	for _, r := range rows {
-		fmt.Fprintf(w, "  %-18s %12d %10.3f %10.3f\n", r.name, r.s.Calls, float64(r.s.Calls)/n, float64(r.s.Usec)/n)
+	for _, name := range bench.Busiest(cmds) {
+		s := cmds[name]
+		fmt.Fprintf(w, "  %-18s %12d %10.3f %10.3f\n", name, s.Calls, float64(s.Calls)/n, float64(s.Usec)/n)
 	}
 }

@@ -9,7 +9,7 @@ import (
 // by TuneGC unless GOGC or GOMEMLIMIT are set. A batch's garbage is a few MB
 // (the consumer) or some hundreds (the replayer's batches of 50,000):
 // collecting less often costs little memory and a quarter of the CPU per
-// event of the consumer, an eighth of the replayer's (BENCHMARKS.md). With
+// event of the consumer, about a sixth of the replayer's (BENCHMARKS.md). With
 // GOGC 400 the heap may grow to five times what the batches in flight keep
 // live; above the soft limit the collector runs more often instead.
 const (

@@ -153,10 +153,15 @@ func (a *Applier) phases(ctx context.Context, b *batch) (Result, error) {
 	if err := a.applyUsers(ctx, b, modeUser); err != nil {
 		return b.res, err
 	}
+	return b.res, a.globalAndSeal(ctx, b)
+}
+
+// globalAndSeal is the part of phases after the user phase.
+func (a *Applier) globalAndSeal(ctx context.Context, b *batch) error {
 	if err := a.applyGlobal(ctx, b, a.globalGuard()); err != nil {
-		return b.res, err
+		return err
 	}
-	return b.res, a.sealBatch(ctx, b.ranges)
+	return a.sealBatch(ctx, b.ranges)
 }
 
 // globalGuard guards the global call with px:wm:{g} and, unless IgnoreMeta,

@@ -55,8 +55,9 @@ func (c *core) planAfter(ctx context.Context, recs []Record, ranges []Range, wmK
 // writeBuffer returns a buffer of at least n writes for a batch's planned
 // writes, and done, which keeps the (grown) buffer for a later batch. The
 // writes of a batch take tens of MB: up to keptBuffers buffers are reused
-// (sync.Pool would drop them at every other GC), enough for one batch
-// applied while the next is planned (Prepare); more at once get new ones.
+// (sync.Pool would drop them at every other GC), enough for a replay lane's
+// batch in its global phase, the next in its user phase and the one after
+// it planned (Prepare); more at once get new ones.
 func (c *core) writeBuffer(n int) ([]projections.Write, func([]projections.Write)) {
 	c.bufMu.Lock()
 	var buf []projections.Write

@@ -164,6 +164,9 @@ func newMUser(u string, g []*item, ws []projections.Write) (*mUser, bool) {
 	mu := &mUser{u: u, g: g}
 	for i := range ws {
 		w := &ws[i]
+		if !txKind(w.Kind) {
+			return nil, false
+		}
 		switch w.Kind {
 		case projections.IncrBy, projections.SetValue:
 			mu.plain = append(mu.plain, w)
@@ -179,8 +182,6 @@ func newMUser(u string, g []*item, ws []projections.Write) (*mUser, bool) {
 				return nil, false // two profiles on one set: the second depends on the first
 			}
 			mu.sets[j].pairs = append(mu.sets[j].pairs, w)
-		default:
-			return nil, false
 		}
 	}
 	for j, it := range g {
@@ -205,13 +206,14 @@ func newMUser(u string, g []*item, ws []projections.Write) (*mUser, bool) {
 }
 
 // splitForTx cuts the group of each pending user before its first record
-// that a transaction cannot apply (a removal or a guard: newMUser), so that
-// the records before it go by transaction; a group that starts with such a
-// record keeps that record alone, for the script. The records cut off are
-// returned by user, for rejoin to hand to the next round: the cut record
-// runs after the records before it, and a transaction again takes the
-// records after it (a batch of a few events per user, a few per cent of
-// them removals, would otherwise send a third of its users to the script).
+// that a transaction cannot apply (a removal, a guard, a registry entry:
+// see txKind), so that the records before it go by transaction; a group
+// that starts with such records keeps the run of them, for one script call.
+// The records cut off are returned by user, for rejoin to hand to the next
+// round: they run after the records before them, and a transaction again
+// takes the records after a run (a batch of a few events per user, a few
+// per cent of them removals, would otherwise send a third of its users to
+// the script).
 func splitForTx(groups map[string][]*item, pending []string) map[string][]*item {
 	var later map[string][]*item
 	for _, u := range pending {
@@ -220,7 +222,11 @@ func splitForTx(groups map[string][]*item, pending []string) map[string][]*item 
 		for k < len(g) && txable(g[k]) {
 			k++
 		}
-		k = max(k, 1)
+		if k == 0 {
+			for k < len(g) && !txable(g[k]) {
+				k++
+			}
+		}
 		if k < len(g) {
 			if later == nil {
 				later = map[string][]*item{}
@@ -234,13 +240,22 @@ func splitForTx(groups map[string][]*item, pending []string) map[string][]*item 
 // txable reports whether a transaction can apply every user write of it.
 func txable(it *item) bool {
 	for i := range it.user {
-		switch it.user[i].Kind {
-		case projections.IncrBy, projections.SetValue, projections.ZAddMax:
-		default:
+		if !txKind(it.user[i].Kind) {
 			return false
 		}
 	}
 	return true
+}
+
+// txKind reports whether a transaction applies writes of kind k: counters,
+// values and sorted-set adds (the others read or remove what the
+// transaction cannot read ahead).
+func txKind(k projections.Kind) bool {
+	switch k {
+	case projections.IncrBy, projections.SetValue, projections.ZAddMax:
+		return true
+	}
+	return false
 }
 
 // rejoin appends the records splitForTx held back (later) to what is left

@@ -88,10 +88,7 @@ func (a *Applier) CommitGlobal(ctx context.Context, p *Prepared) (Result, error)
 	if p.again {
 		return a.applyLoop(ctx, b.recs, b.ranges, false)
 	}
-	err := a.applyGlobal(ctx, b, a.globalGuard())
-	if err == nil {
-		err = a.sealBatch(ctx, b.ranges)
-	}
+	err := a.globalAndSeal(ctx, b)
 	if errors.Is(err, errHoldsChanged) {
 		p.Release()
 		return a.applyLoop(ctx, b.recs, b.ranges, false)

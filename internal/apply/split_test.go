@@ -13,8 +13,9 @@ import (
 )
 
 // TestSplitForTxCutsAtRemovals: a group is cut before its first record that
-// a transaction cannot apply; a group that starts with one keeps it alone;
-// rejoin hands the records cut off to the next round, after what a round
+// a transaction cannot apply; a group that starts with such records keeps
+// the run of them (one script call), and is not cut when it holds nothing
+// else; rejoin hands the records cut off to the next round, after what a round
 // left of the group (records behind a found marker), and in the round's
 // order of users.
 func TestSplitForTxCutsAtRemovals(t *testing.T) {
@@ -24,8 +25,10 @@ func TestSplitForTxCutsAtRemovals(t *testing.T) {
 	a1, a2, r3, a4 := rec(add), rec(add, add), rec(add, rem), rec(add)
 	b1, b2 := rec(rem), rec(add)
 	c1 := rec(add)
-	groups := map[string][]*item{"a": {a1, a2, r3, a4}, "b": {b1, b2}, "c": {c1}}
-	later := splitForTx(groups, []string{"a", "b", "c"})
+	d1, d2, d3 := rec(rem), rec(add, rem), rec(add)
+	e1, e2 := rec(rem), rec(rem)
+	groups := map[string][]*item{"a": {a1, a2, r3, a4}, "b": {b1, b2}, "c": {c1}, "d": {d1, d2, d3}, "e": {e1, e2}}
+	later := splitForTx(groups, []string{"a", "b", "c", "d", "e"})
 	same := func(name string, got, want []*item) {
 		t.Helper()
 		if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -37,9 +40,15 @@ func TestSplitForTxCutsAtRemovals(t *testing.T) {
 	same("group b", groups["b"], []*item{b1})
 	same("later b", later["b"], []*item{b2})
 	same("group c", groups["c"], []*item{c1})
-	if _, ok := later["c"]; ok {
-		t.Error("group c was cut: it has nothing a transaction cannot apply")
+	same("group d", groups["d"], []*item{d1, d2})
+	same("later d", later["d"], []*item{d3})
+	same("group e", groups["e"], []*item{e1, e2})
+	for _, u := range []string{"c", "e"} {
+		if _, ok := later[u]; ok {
+			t.Errorf("group %s was cut: it holds records of one kind only", u)
+		}
 	}
+	delete(later, "d")
 	// A round that applied a's records and left b1 to apply again (as
 	// records behind a found marker are left):
 	groups["b"] = []*item{b1}
@@ -98,5 +107,33 @@ func TestTransactionsAroundRemovals(t *testing.T) {
 		if !strings.Contains(got, " p4") || strings.Count(got, "{") != 1 {
 			t.Errorf("%s = %s, want p4 alone (p1, p2 cleared, p3 removed, the late p1 below the clear)", key, got)
 		}
+	}
+}
+
+// TestScopedHistoryKeepsOneScriptCall: with scoped history every view adds
+// to the user's registry, which a transaction does not do: a user's views
+// of a batch go by one script call, as before the cut existed, not by one
+// call per view.
+func TestScopedHistoryKeepsOneScriptCall(t *testing.T) {
+	ts := testNow.Add(-time.Hour)
+	var evs []events.Event
+	for i := range 6 {
+		evs = append(evs, view(fmt.Sprintf("a%d", i), "u1", fmt.Sprintf("p%d", i), ts.Add(time.Duration(i)*time.Second)))
+	}
+	recs, rng := batchAt(0, evs...)
+	cfg := projections.Defaults()
+	cfg.History.Scope = []string{"device", "store"}
+	rdb := testredis.StartStandalone(t).Client()
+	if _, err := newTestApplier(t, rdb, cfg).Apply(context.Background(), recs, rng); err != nil {
+		t.Fatal(err)
+	}
+	if n := commandCalls(t, rdb, "evalsha") + commandCalls(t, rdb, "eval"); n != 2 {
+		t.Errorf("%d script calls, want 2 (the user's six views, the global writes)", n)
+	}
+	if n := commandCalls(t, rdb, "exec"); n != 0 {
+		t.Errorf("%d transactions, want none", n)
+	}
+	if got := mustGet(t, rdb, "st:{u:u1}:views:"+testDay); got != "6" {
+		t.Errorf("views = %s, want 6", got)
 	}
 }

@@ -253,14 +253,20 @@ type CommandStat struct {
 	Calls, Usec int64
 }
 
-// TopCommands formats the k busiest commands of cmds per event over n
-// events: "name calls/ev us/ev, ...".
-func TopCommands(cmds map[string]CommandStat, n float64, k int) string {
+// Busiest returns the names of cmds, the most time first.
+func Busiest(cmds map[string]CommandStat) []string {
 	names := make([]string, 0, len(cmds))
 	for name := range cmds {
 		names = append(names, name)
 	}
 	sort.Slice(names, func(i, j int) bool { return cmds[names[i]].Usec > cmds[names[j]].Usec })
+	return names
+}
+
+// TopCommands formats the k busiest commands of cmds per event over n
+// events: "name calls/ev us/ev, ...".
+func TopCommands(cmds map[string]CommandStat, n float64, k int) string {
+	names := Busiest(cmds)
 	var parts []string
 	for _, name := range names[:min(k, len(names))] {
 		s := cmds[name]
