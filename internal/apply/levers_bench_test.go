@@ -37,7 +37,9 @@ type lever struct {
 // as it does there (its caches go cold). ns/op is per event; redis-us/ev is Redis's CPU per
 // event (INFO cpu), calib-us the same server's CPU per INCRBY called from
 // Lua before the run (the machine's speed), <CMD>-us/ev and <CMD>-calls/ev
-// the INFO commandstats of the run per event. The variant "peer" is the
+// the INFO commandstats of the run per event. APPLY_LEVER_WARM=n applies n
+// events of the same users first, unmeasured (a server in steady state:
+// its keys exist, its tables stop growing). The variant "peer" is the
 // at-least-once reference: every write as plain commands, pipelined per
 // batch, no markers. With APPLY_BASE_LUA naming a file, the variant "base"
 // runs the apply script of that file (another tree's apply.lua). "tx" is
@@ -151,7 +153,20 @@ func runLever(b *testing.B, l lever, batch, rate, users int) {
 	if _, err := NewMeta(rdb, "", time.Now, false).InitMeta(ctx, nil); err != nil {
 		b.Fatal(err)
 	}
-	recs := benchLog(b, b.N, users, now)
+	warm := 0 // events applied before the measured ones (APPLY_LEVER_WARM): a server in steady state
+	if ws := intsFromEnv("APPLY_LEVER_WARM", nil); len(ws) > 0 {
+		warm = ws[0]
+	}
+	recs := benchLog(b, warm+b.N+(warm+b.N)/20+10, users, now) // more: the log's poison records are left out
+	recs = recs[:min(len(recs), warm+b.N)]
+	for i := 0; i < warm; i += batch {
+		part := recs[i:min(i+batch, warm)]
+		rng := []Range{{Topic: "shop.views", Partition: 0, First: part[0].Offset, Last: part[len(part)-1].Offset}}
+		if err := l.apply(ctx, a, rdb, part, rng); err != nil {
+			b.Fatal(err)
+		}
+	}
+	recs = recs[warm:]
 	calib := calibrate(b, srv)
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		b.Fatal(err)
