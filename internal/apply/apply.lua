@@ -36,8 +36,8 @@
 --   np, then np ZAddMax profiles: keep, retentionMs, ttl ('' = no expiry), guardKey;
 --   nc, then nc counters: key, delta, expireAt (INCRBY; counter keys take no other write);
 --   then per write its kind (KIND_*) and the kind's values (see program below;
---   ZAddMax writes come per set: the set's writes between two removals as one
---   entry). Another kind is an error.
+--   ZAddMax writes come per set and ZIncrBy writes per key: the writes between
+--   two removals as one entry). Another kind is an error.
 -- Returns {REPLY_APPLIED, writesApplied}.
 local mode = ARGV[1]
 -- Every call runs this body anew and makes each table and function in it
@@ -244,11 +244,15 @@ local function program(i, stop)
         j = j + 2
       end
       if hi then writeSet(key, keep, ret, ttl, hi, lo, add, first) end
-    elseif kind == KIND_ZINCRBY then -- ZIncrBy: key, member, delta, expireAt
-      redis.call('ZINCRBY', key, ARGV[i + 3], ARGV[i + 2])
-      bump(key, tonumber(ARGV[i + 4]))
-      applied = applied + 1
-      i = i + 5
+    elseif kind == KIND_ZINCRBY then -- ZIncrBy writes of one key: key, expireAt, n, then n x (member, delta)
+      bump(key, tonumber(ARGV[i + 2]))
+      local j = i + 4
+      i = j + 2 * tonumber(ARGV[i + 3])
+      while j < i do
+        redis.call('ZINCRBY', key, ARGV[j + 1], ARGV[j])
+        applied = applied + 1
+        j = j + 2
+      end
     elseif kind == KIND_SETVALUE then -- SetValue: key, value, expireAt
       redis.call('SET', key, ARGV[i + 2])
       bump(key, tonumber(ARGV[i + 3]))

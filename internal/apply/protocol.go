@@ -101,7 +101,7 @@ var kindArg = func() [lastKind + 1]any {
 }()
 
 // kindArgs is the number of arguments appendWrites makes of each write kind
-// (for ZAddMax a bound: one entry per set carries two per write).
+// (for ZAddMax and ZIncrBy a bound: one entry per key carries two per write).
 var kindArgs = [lastKind + 1]int{projections.IncrBy: 3, projections.ZIncrBy: 5, projections.ZAddMax: 6, projections.SetValue: 4,
 	projections.SetMax: 4, projections.ZRemUpTo: 4, projections.ZRemMemberUpTo: 4, projections.ZRemPrefixUpTo: 5, projections.SAdd: 4}
 
