@@ -197,7 +197,7 @@ func TestEveryKindOnEveryServer(t *testing.T) {
 		if lv := rdb.ZRange(ctx, "lv:{u:u1}", 0, -1).Val(); fmt.Sprint(lv) != "[p3]" {
 			t.Errorf("%s: lv %v, want [p3] (the others cleared)", name, lv)
 		}
-		// one ZIncrBy entry per ranking: the views of three products, the order's quantity
+		// the rankings' ZIncrBy writes (grouped per key in the program): three products viewed, one ordered twice
 		for key, want := range map[string]string{"pv:{g}:" + day: "[{1 p1} {1 p2} {1 p3}]", "best:{g}:" + day: "[{2 p1}]"} {
 			if got := rdb.ZRangeWithScores(ctx, key, 0, -1).Val(); fmt.Sprint(got) != want {
 				t.Errorf("%s: %s = %v, want %s", name, key, got, want)

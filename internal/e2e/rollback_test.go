@@ -200,18 +200,21 @@ func runRollback(t *testing.T, rc rollbackCase) {
 		mode = "standalone"
 	}
 	start := time.Now()
-	if since := start.Sub(start.Truncate(24 * time.Hour)); rc.today && since < 5*time.Minute {
-		time.Sleep(5*time.Minute - since) // a few minutes of today to put the events in
-		start = time.Now()
-	}
 	gc := gen.DefaultConfig()
 	gc.Seed = testSeed(t)
 	gc.Start, gc.Span = start.Add(-36*time.Hour), 36*time.Hour
 	if rc.today {
-		gc.Span = min(time.Hour, start.Sub(start.Truncate(24*time.Hour))-time.Minute)
-		gc.Start = start.Add(-gc.Span)
-		// Out-of-order events go back up to three hours: early in the day
-		// into yesterday, whose markers would expire with the short window.
+		// Every event within today (UTC): yesterday's markers would expire
+		// with the short window. The generator snaps some events to the
+		// nearest hour (or 1 ms before it), so the hour starts at least 31
+		// minutes after midnight (in the first 91 minutes of the day some
+		// events lie ahead of now), and it sends no out-of-order events
+		// (they go back up to three hours).
+		gc.Span = time.Hour
+		gc.Start = start.Add(-time.Hour)
+		if first := start.Truncate(24 * time.Hour).Add(31 * time.Minute); gc.Start.Before(first) {
+			gc.Start = first
+		}
 		gc.OutOfOrderRate = 0
 	}
 	log := gen.New(gc).Log(envInt("E2E_EVENTS", 9000))
