@@ -105,34 +105,65 @@ func appendWrites(args []any, ws []projections.Write) []any {
 // quarter of a microsecond), and a live batch's global call is mostly
 // ZINCRBY writes, one per product and ranking.
 func appendIncrs(args []any, ws []projections.Write) []any {
-	type key struct {
-		key string
-		at  int64
-	}
-	var order []key
-	var members map[key][]*projections.Write
+	var groups []incrGroup
+	var index map[incrKey]int
+	var of []int32 // the group of each ZIncrBy write, in order
 	for i := range ws {
 		w := &ws[i]
 		if w.Kind != projections.ZIncrBy {
 			continue
 		}
-		k := key{w.Key, w.ExpireAt}
-		if members == nil {
-			members = map[key][]*projections.Write{}
+		if index == nil {
+			index = map[incrKey]int{}
 		}
-		if _, ok := members[k]; !ok {
-			order = append(order, k)
+		k := incrKey{w.Key, w.ExpireAt}
+		g, ok := index[k]
+		if !ok {
+			g = len(groups)
+			index[k] = g
+			groups = append(groups, incrGroup{w: w})
 		}
-		members[k] = append(members[k], w)
+		groups[g].n++
+		of = append(of, int32(g))
 	}
-	for _, k := range order {
-		m := members[k]
-		args = append(args, kindArg[projections.ZIncrBy], &m[0].Key, &m[0].ExpireAt, len(m))
-		for _, w := range m {
+	if len(of) == 0 {
+		return args
+	}
+	next := make([]int, len(groups)) // a counting sort of the writes by group
+	total := 0
+	for g := range groups {
+		groups[g].first, next[g] = total, total
+		total += groups[g].n
+	}
+	sorted := make([]*projections.Write, total)
+	j := 0
+	for i := range ws {
+		if ws[i].Kind == projections.ZIncrBy {
+			g := of[j]
+			sorted[next[g]] = &ws[i]
+			next[g]++
+			j++
+		}
+	}
+	for _, g := range groups {
+		args = append(args, kindArg[projections.ZIncrBy], &g.w.Key, &g.w.ExpireAt, g.n)
+		for _, w := range sorted[g.first : g.first+g.n] {
 			args = append(args, &w.Member, &w.Delta)
 		}
 	}
 	return args
+}
+
+// incrKey identifies the writes appendIncrs groups.
+type incrKey struct {
+	key string
+	at  int64
+}
+
+// incrGroup is one entry of appendIncrs.
+type incrGroup struct {
+	w        *projections.Write // its first write
+	n, first int                // its writes, at sorted[first:first+n]
 }
 
 // appendSets encodes the ZAddMax writes of ws, a stretch without barriers, as
