@@ -166,15 +166,37 @@ func checkRedis(o bench.RedisOptions) error {
 }
 
 // printLive prints the steady-rate phases of one consumer, and the Redis
-// commands per event of its first phase at each rate.
+// commands per event of its phases at each rate: calls per event of the
+// first, then the microseconds per event of every round side by side (what
+// grows from round to round).
 func printLive(w io.Writer, name string, lives []bench.Live) {
-	seen := map[int]bool{}
+	var rates []int
+	byRate := map[int][]bench.Live{}
 	for _, l := range lives {
-		if !seen[l.Rate] {
-			seen[l.Rate] = true
-			fmt.Fprintf(w, "redis commandstats over the %s's first live phase at %d ev/s (%.0f events, mean batch %.1f):\n",
-				name, l.Rate, l.Events, l.MeanBatch)
-			printCommandTable(w, l.Commands, l.Events)
+		if byRate[l.Rate] == nil {
+			rates = append(rates, l.Rate)
+		}
+		byRate[l.Rate] = append(byRate[l.Rate], l)
+	}
+	for _, rate := range rates {
+		ls := byRate[rate]
+		first := ls[0]
+		fmt.Fprintf(w, "redis commandstats over the %s's live phases at %d ev/s (first: %.0f events, mean batch %.1f; us/ev per round):\n",
+			name, rate, first.Events, first.MeanBatch)
+		if first.Events <= 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  %-18s %10s", "command", "calls/ev")
+		for i := range ls {
+			fmt.Fprintf(w, " %9s", fmt.Sprintf("us/ev r%d", i+1))
+		}
+		fmt.Fprintln(w)
+		for _, cmd := range bench.Busiest(first.Commands) {
+			fmt.Fprintf(w, "  %-18s %10.3f", cmd, float64(first.Commands[cmd].Calls)/first.Events)
+			for _, l := range ls {
+				fmt.Fprintf(w, " %9.3f", float64(l.Commands[cmd].Usec)/max(l.Events, 1))
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	for _, l := range lives {
