@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"projector/internal/bench"
 )
 
 // TestRunRefusesBadDeploymentFlags: a deployment flag that cannot run stops
@@ -60,5 +62,33 @@ func TestPeerRefusesBadConfiguration(t *testing.T) {
 		if len(lines) != 1 || !strings.Contains(lines[0], tc.name) {
 			t.Errorf("%v: stderr %q, want one line naming %s", tc.env, errOut.String(), tc.name)
 		}
+	}
+}
+
+// TestPrintLiveRounds: the live phases' commandstats come per rate, with the
+// first round's calls per event and every round's microseconds per event
+// side by side.
+func TestPrintLiveRounds(t *testing.T) {
+	live := func(rate int, events float64, usec int64) bench.Live {
+		return bench.Live{Rate: rate, Events: events, Commands: map[string]bench.CommandStat{
+			"watch": {Calls: 10, Usec: usec}, "hset": {Calls: 200, Usec: 100}}}
+	}
+	var out bytes.Buffer
+	printLive(&out, "consumer", []bench.Live{live(10000, 100, 600), live(20000, 200, 400), live(10000, 100, 700)})
+	text := out.String()
+	for _, want := range []string{
+		"consumer's live phases at 10000 ev/s",
+		"us/ev r1  us/ev r2",
+		"watch                   0.100     6.000     7.000",
+		"hset                    2.000     1.000     1.000",
+		"consumer's live phases at 20000 ev/s",
+		"watch                   0.050     2.000\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Index(text, "watch  ") > strings.Index(text, "hset  ") {
+		t.Errorf("busiest command not first:\n%s", text)
 	}
 }

@@ -40,12 +40,16 @@ func TestCoalesceMergesOnlyWhereSafe(t *testing.T) {
 }
 
 // TestArgCount: argCount bounds how many arguments appendWrites makes, for
-// every kind and up to four ZAddMax profiles.
+// every kind, up to four ZAddMax profiles and many keys of one write each
+// (the grouped kinds' costliest shape).
 func TestArgCount(t *testing.T) {
 	for k := p.IncrBy; k <= p.SAdd; k++ {
 		ws := []p.Write{{Kind: k, Key: "k"}, {Kind: k, Key: "k2"}}
 		for i := range 4 {
 			ws = append(ws, p.Write{Kind: k, Key: "k", Trim: p.Trim{Keep: i}})
+		}
+		for i := range 50 {
+			ws = append(ws, p.Write{Kind: k, Key: fmt.Sprintf("own%d", i)})
 		}
 		if got, max := len(appendWrites(nil, ws)), argCount(ws); got > max {
 			t.Errorf("kind %d: appendWrites made %d arguments, argCount says at most %d", k, got, max)

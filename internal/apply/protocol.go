@@ -101,8 +101,9 @@ var kindArg = func() [lastKind + 1]any {
 }()
 
 // kindArgs is the number of arguments appendWrites makes of each write kind
-// (for ZAddMax and ZIncrBy a bound: one entry per key carries two per write).
-var kindArgs = [lastKind + 1]int{projections.IncrBy: 3, projections.ZIncrBy: 5, projections.ZAddMax: 6, projections.SetValue: 4,
+// (for ZAddMax and ZIncrBy a bound: an entry per key carries four, then two
+// per write).
+var kindArgs = [lastKind + 1]int{projections.IncrBy: 3, projections.ZIncrBy: 6, projections.ZAddMax: 6, projections.SetValue: 4,
 	projections.SetMax: 4, projections.ZRemUpTo: 4, projections.ZRemMemberUpTo: 4, projections.ZRemPrefixUpTo: 5, projections.SAdd: 4}
 
 // luaHeader declares the protocol's values as Lua locals: the modes, the
