@@ -83,10 +83,15 @@ func (r *Reader) BestsellersWeek(ctx context.Context, req PageRequest) (RankPage
 	days := r.lastDays(WeekDays)
 	p, err := r.page(ctx, "", r.weekSpec(days), true, req)
 	for i := range p.Items {
-		it := &p.Items[i]
-		it.Units, it.Days = int64(it.Score)/10, int64(it.Score)%10
+		weekFields(&p.Items[i])
 	}
 	return p, err
+}
+
+// weekFields sets the units and days with sales of a 7-day bestseller from
+// its snapshot score (units*10 + days).
+func weekFields(it *Ranked) {
+	it.Units, it.Days = int64(it.Score)/10, int64(it.Score)%10
 }
 
 // weekSpec builds the weekly snapshot: a copy of each day key (so units and
@@ -142,6 +147,20 @@ func (r *Reader) Trending(ctx context.Context, n int) (RankPage, error) {
 	if n < 1 || n > MaxPageSize {
 		return RankPage{}, badInput("n", "must be in 1..%d (got %d)", MaxPageSize, n)
 	}
+	p, err := r.page(ctx, "", r.trendingSpec(), true, PageRequest{Page: 1, Size: n})
+	for i := range p.Items {
+		roundScore(&p.Items[i])
+	}
+	return p, err
+}
+
+// roundScore rounds a trending score to 2 decimals.
+func roundScore(it *Ranked) { it.Score = math.Round(it.Score*100) / 100 }
+
+// trendingSpec builds the trending snapshot of the current minute: the union
+// of the last TrendingMinutes minute buckets, weighted (60-i)/60 for the
+// bucket i minutes ago.
+func (r *Reader) trendingSpec() snapSpec {
 	now := r.nowMs()
 	minute := projections.BucketsOf(now, r.loc).Minute
 	z := &redis.ZStore{}
@@ -155,13 +174,8 @@ func (r *Reader) Trending(ctx context.Context, n int) (RankPage, error) {
 		z.Keys = append(z.Keys, r.keys.Trending(label))
 		z.Weights = append(z.Weights, float64(TrendingMinutes-i)/TrendingMinutes)
 	}
-	spec := snapSpec{name: "trend:" + minute, fresh: TrendingFresh, keep: 2 * TrendingFresh,
+	return snapSpec{name: "trend:" + minute, fresh: TrendingFresh, keep: 2 * TrendingFresh,
 		build: func(ctx context.Context, p redis.Pipeliner, dst string, _ func(int) string) {
 			p.ZUnionStore(ctx, dst, z)
 		}}
-	p, err := r.page(ctx, "", spec, true, PageRequest{Page: 1, Size: n})
-	for i := range p.Items {
-		p.Items[i].Score = math.Round(p.Items[i].Score*100) / 100
-	}
-	return p, err
 }

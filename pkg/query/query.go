@@ -48,6 +48,8 @@ type Reader struct {
 	loc  *time.Location
 	cfg  projections.Config
 	now  func() time.Time
+	// rank holds what Rank learns once and reuses (see rank.go).
+	rank *rankState
 }
 
 // New returns a Reader over rdb.
@@ -59,7 +61,7 @@ func New(rdb redis.UniversalClient, opts Options) *Reader {
 		opts.Now = time.Now
 	}
 	return &Reader{rdb: rdb, keys: projections.Keys{Prefix: opts.KeyPrefix}, loc: opts.Location,
-		cfg: opts.Projections, now: opts.Now}
+		cfg: opts.Projections, now: opts.Now, rank: &rankState{last: map[Ranking]snapshot{}}}
 }
 
 // InputError is a bad argument: the caller should answer 400 with Error().

@@ -242,6 +242,15 @@ func TestSnapshotsOnCluster(t *testing.T) {
 	cl.rdb.Set(ctx, cl.keys.Order("u1", "o1"), `{"id":"o1","user_id":"u1","ts":1,"items":[],"total_cents":0}`, 0)
 	cl.zadd(t, cl.keys.Orders("u1"), "o1", ms(time.Hour))
 	equal(t, "cluster orders", must(cl.r.CustomerOrders(ctx, "u1", 1, 5)).Orders[0].ID, "o1")
+	// Ranks on the same cluster (Redis 7.0: ZREVRANK and ZSCORE), over a
+	// generated day.
+	if err := cl.rdb.(*redis.ClusterClient).ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		return c.FlushDB(ctx).Err()
+	}); err != nil {
+		t.Fatalf("FLUSHDB: %v", err)
+	}
+	seedRankDay(t, cl)
+	checkRanksMatchPages(t, cl)
 }
 
 func TestTrendingWeighsRecentMinutes(t *testing.T) {
