@@ -127,7 +127,7 @@ func classify(err error) (int, string) {
 	switch {
 	case errors.As(err, &ie):
 		return http.StatusBadRequest, ie.Error()
-	case errors.Is(err, query.ErrDisabled), errors.Is(err, errNoStatus):
+	case errors.Is(err, query.ErrDisabled), errors.Is(err, query.ErrNotRanked), errors.Is(err, errNoStatus):
 		return http.StatusNotFound, err.Error()
 	case errors.Is(err, query.ErrCursorExpired):
 		return http.StatusGone, err.Error()

@@ -89,6 +89,16 @@ func (p *params) name(name string, required bool) string {
 	return v
 }
 
+// ranking returns a ranking name (query.ParseRanking), required.
+func (p *params) ranking(name string) query.Ranking {
+	rk, err := query.ParseRanking(p.q.Get(name))
+	var ie *query.InputError
+	if errors.As(err, &ie) {
+		p.fail(name, ie.Problem)
+	}
+	return rk
+}
+
 // time returns a range bound (see query.ParseTime), required.
 func (p *params) time(name string, loc *time.Location) time.Time {
 	s := p.q.Get(name)

@@ -21,7 +21,8 @@ import (
 func TestEveryProjectionHasAnEndpoint(t *testing.T) {
 	rdb := testredis.StartStandalone(t).Client()
 	clock := func() time.Time { return now }
-	values := map[string]string{"user": "u1", "stat": "views", "from": "2026-12-01", "to": "2026-12-02"}
+	values := map[string]string{"user": "u1", "stat": "views", "from": "2026-12-01", "to": "2026-12-02",
+		"ranking": "bestsellers-today", "product": "p1"}
 	for _, s := range projections.All() {
 		cfg := projections.Defaults()
 		s.SetEnabled(&cfg, false)

@@ -55,6 +55,13 @@ func (h *handler) table() []route {
 			}
 			return r.Trending(ctx, n)
 		}},
+		{"/api/rank", []string{"ranking", "product", "around"}, func(ctx context.Context, p *params) (any, error) {
+			ranking, product, around := p.ranking("ranking"), p.name("product", true), p.integer("around", 0, 0, query.MaxAround)
+			if p.err != nil {
+				return nil, p.err
+			}
+			return r.Rank(ctx, ranking, product, around)
+		}},
 		{"/api/orders/recent", []string{"minutes", "limit"}, func(ctx context.Context, p *params) (any, error) {
 			minutes, limit := p.integer("minutes", 5, 1, 1440), p.integer("limit", 20, 0, query.MaxPageSize)
 			if p.err != nil {
