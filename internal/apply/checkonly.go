@@ -53,8 +53,12 @@ func (a *CheckOnly) Apply(ctx context.Context, recs []Record, ranges []Range) (R
 		return b.res, err
 	}
 	for i, it := range b.all {
+		m := markers[i]
+		if m != "" && !namesRecord(m, it) {
+			it.adopt(m, &b.res)
+		}
 		switch {
-		case markers[i] == "" && a.seen.duplicate(it), markers[i] != "" && !namesRecord(markers[i], it):
+		case m == "" && a.seen.duplicate(it), m != "" && (!namesRecord(m, it) || a.seen.other(it)):
 			b.res.Outcomes[it.idx] = Duplicate
 		default:
 			b.res.Outcomes[it.idx] = Applied

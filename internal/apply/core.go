@@ -129,3 +129,11 @@ func (u unmarked) duplicate(it *item) bool {
 	u[k] = it.origin
 	return false
 }
+
+// other reports whether a record with its marker key and event id but
+// another origin was applied without a marker before (a copy that the replay
+// reached before a consumer marked this one).
+func (u unmarked) other(it *item) bool {
+	o, ok := u[it.marker+"\x00"+it.rec.Event.ID]
+	return ok && o != it.origin
+}

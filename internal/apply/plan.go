@@ -2,6 +2,7 @@ package apply
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"projector/internal/records"
@@ -18,6 +19,30 @@ type item struct {
 	origin    string
 	markerExp int64
 	marked    bool // the user phase found this record's marker
+	// copies are the batch's later records with the same marker hash and
+	// event id (in-batch duplicates, described but not planned): when the
+	// marker names one of them, that copy is the one applied (adopt).
+	copies []*item
+}
+
+// adopt makes it the copy among its in-batch duplicates that marker names
+// (a consumer applied that copy first, in another partition or an earlier
+// batch), so that the record the marker names is the one applied, and
+// reports whether one was named. The copies carry the same event, so the
+// planned writes stay; it keeps its place among the user's records and
+// the copy it swapped with holds the record it was.
+func (it *item) adopt(marker string, res *Result) bool {
+	base, _, _ := strings.Cut(marker, tagSep)
+	for _, cp := range it.copies {
+		if cp.origin == base {
+			it.idx, cp.idx = cp.idx, it.idx
+			it.rec, cp.rec = cp.rec, it.rec
+			it.origin, cp.origin = cp.origin, it.origin
+			res.Outcomes[cp.idx] = Duplicate
+			return true
+		}
+	}
+	return false
 }
 
 // plan computes the writes of b's records and groups them by user (b.groups,
@@ -30,7 +55,7 @@ func (c *core) plan(b *batch, skip map[string]string) (release func()) {
 	buf, keep := c.writeBuffer(20 * len(b.recs)) // every record's writes, in one array
 	now := c.opts.Now()
 	items := make([]item, len(b.recs)) // one allocation for the batch's items
-	seen := make(map[string]bool, len(b.recs))
+	seen := make(map[string]*item, len(b.recs))
 	b.groups = make(map[string][]*item, len(b.recs))
 	var scratch []projections.Write
 	applied := parseWatermarks(skip)
@@ -43,11 +68,12 @@ func (c *core) plan(b *batch, skip map[string]string) (release func()) {
 		it := &items[i]
 		c.describe(it, i, r, now)
 		dk := it.marker + "\x00" + r.Event.ID
-		if seen[dk] {
+		if first := seen[dk]; first != nil {
 			b.res.Outcomes[i] = Duplicate
+			first.copies = append(first.copies, it)
 			continue
 		}
-		seen[dk] = true
+		seen[dk] = it
 		n := len(buf)
 		buf = c.planner.Plan(r.Event, now, buf)
 		it.user, it.global = c.split(buf[n:len(buf):len(buf)], &scratch)

@@ -98,6 +98,9 @@ func (a *Rebuilder) Apply(ctx context.Context, recs []Record, ranges []Range) (R
 	}
 	runs := map[string][]run{}
 	for i, it := range b.all {
+		if m := markers[i]; m != "" && !namesRecord(m, it) {
+			it.adopt(m, &b.res)
+		}
 		f := a.fateOf(it, markers[i])
 		switch f {
 		case fateDuplicate:

@@ -240,7 +240,7 @@ func settleHits(groups map[string][]*item, u string, hits []hit, res *Result, ne
 	for _, h := range hits {
 		it := g[h.at]
 		it.marked = true
-		if namesRecord(h.value, it) {
+		if namesRecord(h.value, it) || it.adopt(h.value, res) {
 			res.Outcomes[it.idx] = Applied // this very record was applied before (by a rebuild too)
 		} else {
 			res.Outcomes[it.idx] = Duplicate

@@ -79,15 +79,11 @@ func generate(t *testing.T, start time.Time, span time.Duration, n int) []gen.Re
 // produce publishes records in order, in chunks with a pause between them, so
 // production goes on while consumers crash. It reports the first error on done.
 func produce(ctx context.Context, brokers []string, recs []gen.Record, chunk int, pause time.Duration, done chan<- error) {
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond,
-		BatchSize: chunk, RequiredAcks: kafka.RequireAll, MaxAttempts: 20}
+	w := newWriter(brokers, chunk)
 	defer w.Close()
 	for i := 0; i < len(recs); i += chunk {
 		end := min(i+chunk, len(recs))
-		msgs := make([]kafka.Message, 0, end-i)
-		for _, r := range recs[i:end] {
-			msgs = append(msgs, kafka.Message{Topic: r.Topic, Key: r.Key, Value: r.Value})
-		}
+		msgs := messages(recs[i:end])
 		if err := w.WriteMessages(ctx, msgs...); err != nil {
 			done <- fmt.Errorf("produce records %d..%d: %w", i, end, err)
 			return
@@ -100,6 +96,46 @@ func produce(ctx context.Context, brokers []string, recs []gen.Record, chunk int
 		}
 	}
 	done <- nil
+}
+
+// newWriter returns the tests' producer: records go to the partition their
+// key hashes to, those marked OtherPartition to the next one.
+func newWriter(brokers []string, batch int) *kafka.Writer {
+	return &kafka.Writer{Addr: kafka.TCP(brokers...), Balancer: movingBalancer{}, BatchTimeout: time.Millisecond,
+		BatchSize: batch, RequiredAcks: kafka.RequireAll, MaxAttempts: 20}
+}
+
+// moved marks (in kafka.Message.WriterData) a record that movingBalancer
+// publishes in another partition than its key's.
+type moved struct{}
+
+// messages returns recs as messages for newWriter.
+func messages(recs []gen.Record) []kafka.Message {
+	msgs := make([]kafka.Message, len(recs))
+	for i, r := range recs {
+		msgs[i] = kafka.Message{Topic: r.Topic, Key: r.Key, Value: r.Value}
+		if r.OtherPartition {
+			msgs[i].WriterData = moved{}
+		}
+	}
+	return msgs
+}
+
+// movingBalancer is kafka.Hash, but for records marked moved, which go to
+// the partition after their key's.
+type movingBalancer struct{}
+
+// Balance picks msg's partition.
+func (movingBalancer) Balance(msg kafka.Message, partitions ...int) int {
+	h := (&kafka.Hash{}).Balance(msg, partitions...)
+	if _, ok := msg.WriterData.(moved); ok && len(partitions) > 1 {
+		for i, p := range partitions {
+			if p == h {
+				return partitions[(i+1)%len(partitions)]
+			}
+		}
+	}
+	return h
 }
 
 // proc is one running consumer process.

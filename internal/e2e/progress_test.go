@@ -26,8 +26,7 @@ type trickle struct {
 func startTrickle(brokers []string, recs []gen.Record, chunk int) *trickle {
 	tr := &trickle{stopCh: make(chan struct{}), done: make(chan error, 1)}
 	go func() {
-		w := &kafka.Writer{Addr: kafka.TCP(brokers...), Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond,
-			BatchSize: 1000, RequiredAcks: kafka.RequireAll, MaxAttempts: 20}
+		w := newWriter(brokers, 1000)
 		defer w.Close()
 		pause := 100 * time.Millisecond
 		for i := 0; i < len(recs); i += chunk {
@@ -37,10 +36,7 @@ func startTrickle(brokers []string, recs []gen.Record, chunk int) *trickle {
 			default:
 			}
 			end := min(i+chunk, len(recs))
-			msgs := make([]kafka.Message, 0, end-i)
-			for _, r := range recs[i:end] {
-				msgs = append(msgs, kafka.Message{Topic: r.Topic, Key: r.Key, Value: r.Value})
-			}
+			msgs := messages(recs[i:end])
 			if err := w.WriteMessages(context.Background(), msgs...); err != nil {
 				tr.done <- fmt.Errorf("produce records %d..%d: %w", i, end, err)
 				return

@@ -29,6 +29,15 @@ type Config struct {
 	// HistoryEventRate is the share of history_cleared events, and also the
 	// share of history_item_removed events.
 	HistoryEventRate float64
+	// MoveDupRate is the share of the duplicates of clicks and orders that
+	// are published in another partition than their first copy
+	// (Record.OtherPartition): a relay that re-keys, or a producer retrying
+	// through another path.
+	MoveDupRate float64
+	// BackfillRate is the share of fresh events whose ts lies 9 to 40 days
+	// before their place in the log (a backfill of old data); the user's
+	// newest ts stays.
+	BackfillRate float64
 }
 
 // DefaultConfig returns 200 users, 500 products, 2% duplicates, 1% poison,

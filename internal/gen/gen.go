@@ -28,6 +28,9 @@ type Record struct {
 	Reason string
 	// ID is the event id; empty for poison records without a valid id.
 	ID string
+	// OtherPartition asks the producer to publish this duplicate in another
+	// partition than the one its key hashes to (Config.MoveDupRate).
+	OtherPartition bool
 }
 
 // Event mix (shares of valid fresh events; views take the rest).
@@ -154,6 +157,10 @@ func (g *Generator) pickProduct() string {
 // eventTS returns the ts of a fresh event of user in the window [lo, lo+width).
 func (g *Generator) eventTS(user string, lo, width int64, snap bool) int64 {
 	last, seen := g.lastTS[user]
+	if g.cfg.BackfillRate > 0 && g.rng.Float64() < g.cfg.BackfillRate {
+		day := 24 * time.Hour.Milliseconds()
+		return clampTS(lo - 9*day - g.rng.Int64N(31*day)) // the user's newest stays
+	}
 	r := g.rng.Float64()
 	var ts int64
 	switch {
@@ -193,6 +200,9 @@ func (g *Generator) duplicate(base int64) (Record, bool) {
 		rec := s.rec
 		rec.Key = append([]byte(nil), rec.Key...)
 		rec.Value = append([]byte(nil), rec.Value...)
+		if g.cfg.MoveDupRate > 0 && rec.Topic != g.cfg.ViewsTopic {
+			rec.OtherPartition = g.rng.Float64() < g.cfg.MoveDupRate
+		}
 		return rec, true
 	}
 	return Record{}, false

@@ -2,6 +2,7 @@ package gen
 
 import (
 	"bytes"
+	"encoding/json"
 	"reflect"
 	"strconv"
 	"testing"
@@ -244,5 +245,47 @@ func TestTinyConfig(t *testing.T) {
 		if _, err := validate(r.Value); (err != nil) != r.Poison {
 			t.Fatalf("record %d: poison=%v but validation error %v", i, r.Poison, err)
 		}
+	}
+}
+
+// TestMovedDuplicatesAndBackfill: with MoveDupRate, about that share of the
+// duplicates of clicks and orders (never of views, which carry the history
+// events in order) ask for another partition; with BackfillRate, about that
+// share of events lie 9 to 40 days before the log's start.
+func TestMovedDuplicatesAndBackfill(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MoveDupRate, cfg.BackfillRate = 0.5, 0.02
+	log := New(cfg).Log(logSize)
+	seen := map[string]bool{}
+	var dups, moved, backfilled, valid int
+	day := 24 * time.Hour.Milliseconds()
+	for i, r := range log {
+		at := cfg.Start.UnixMilli() + cfg.Span.Milliseconds()*int64(i)/int64(len(log)) // the record's place in the log
+		if r.Poison {
+			continue
+		}
+		valid++
+		if seen[r.ID] && r.Topic != cfg.ViewsTopic {
+			dups++
+			if r.OtherPartition {
+				moved++
+			}
+		} else if r.OtherPartition {
+			t.Errorf("record %s asks for another partition but is no duplicate of a click or order", r.ID)
+		}
+		seen[r.ID] = true
+		var ev struct{ TS int64 }
+		if err := json.Unmarshal(r.Value, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.TS <= at-9*day && ev.TS > at-41*day {
+			backfilled++
+		}
+	}
+	if dups == 0 || moved < dups/4 || moved > dups*3/4 {
+		t.Errorf("%d of %d duplicates of clicks and orders moved, want about half", moved, dups)
+	}
+	if share := float64(backfilled) / float64(valid); share < 0.01 || share > 0.04 {
+		t.Errorf("%d of %d events backfilled (%.3f), want about 0.02", backfilled, valid, share)
 	}
 }

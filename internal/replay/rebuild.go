@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -46,12 +47,17 @@ return 1`)
 // after its chase began, take chaseRebuild; global ones alone are held:
 //  1. hold:P = * — from the next batch on, consumers leave P out entirely
 //     (their global script refuses a batch planned under other holds);
-//  2. P's keys are wiped; T = the last offset of every partition now;
-//  3. hold:P = T — consumers leave P out for records <= T and write it for
-//     later ones;
-//  4. the replay writes P for every record <= T (own watermarks, same dedupe);
-//  5. when every consumer watermark has reached T, the hold is deleted
-//     atomically. Each record's P effects are thus applied exactly once.
+//  2. P's keys are wiped;
+//  3. hold:P = T, T the consumers' watermarks, read and set in one
+//     transaction (cutAtWatermarks) — consumers leave P out for records <= T
+//     (applied already) and write it for later ones;
+//  4. the replay writes P for every record <= T (own watermarks; a record's
+//     marker is final there and names the copy of a duplicate the consumers
+//     applied);
+//  5. the hold is deleted once every consumer watermark has reached T
+//     (at once). Each record's P effects are thus applied exactly once, also
+//     when the copies of a duplicate lie in two partitions on either side
+//     of T.
 func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.UniversalClient, names []string, log *zap.Logger) (Summary, error) {
 	start := time.Now()
 	sum := Summary{ByType: map[string]int64{}}
@@ -119,6 +125,45 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 	return sum, err
 }
 
+// cutAtWatermarks sets the hold fields to the consumers' watermarks
+// (px:wm:{g}) of every partition of plan (-1 where a partition has none: no
+// record of it is held), read and set in one transaction, and returns them.
+// A record at or below its watermark has been applied by a consumer, its
+// marker is final and names the copy of a duplicate that the consumers
+// applied, so the replay decides it as they did; the consumers apply every
+// later record with the projection.
+func cutAtWatermarks(ctx context.Context, rdb redis.UniversalClient, keys projections.Keys, plan ranges, holdFields []string) (map[string]int64, error) {
+	for {
+		var upTo map[string]int64
+		err := rdb.Watch(ctx, func(tx *redis.Tx) error {
+			wms, err := tx.HGetAll(ctx, keys.Watermarks()).Result()
+			if err != nil {
+				return err
+			}
+			upTo = map[string]int64{}
+			for _, s := range plan {
+				w, ok := offsetOf(wms, s)
+				if !ok {
+					w = -1
+				}
+				upTo[s.Topic+":"+strconv.Itoa(s.Partition)] = w
+			}
+			hold := apply.HoldUpTo(upTo)
+			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				for _, f := range holdFields {
+					p.HSet(ctx, keys.Meta(), f, hold)
+				}
+				return nil
+			})
+			return err
+		}, keys.Watermarks())
+		if errors.Is(err, redis.TxFailedErr) {
+			continue // a consumer completed a batch meanwhile
+		}
+		return upTo, err
+	}
+}
+
 // holdRebuild rebuilds global projections alone by holding them (see rebuild).
 func holdRebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.UniversalClient, names []string,
 	planner *projections.Planner, sel apply.Selection, sum *Summary, log *zap.Logger) error {
@@ -161,12 +206,13 @@ func holdRebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis
 	if err != nil {
 		return err
 	}
-	upTo := map[string]int64{}
-	for _, s := range plan {
-		upTo[s.Topic+":"+strconv.Itoa(s.Partition)] = s.End - 1
+	upTo, err := cutAtWatermarks(ctx, rdb, keys, plan, holdFields[:len(names)])
+	if err != nil {
+		return fmt.Errorf("hold %v up to the consumers' watermarks: %w", names, err)
 	}
-	if err := setHolds(apply.HoldUpTo(upTo)); err != nil {
-		return fmt.Errorf("hold %v up to %s: %w", names, plan.String(), err)
+	for i, s := range plan {
+		s.End = min(s.End, upTo[s.Topic+":"+strconv.Itoa(s.Partition)]+1)
+		plan[i] = s
 	}
 	applier := apply.NewCheckOnly(rdb, planner, applyOptions(cfg), sel)
 	if err := applier.LoadScript(ctx); err != nil {
