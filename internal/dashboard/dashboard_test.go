@@ -98,7 +98,8 @@ var consoleLine = regexp.MustCompile(`(?m)^.*(CONSOLE|Uncaught|ERR_).*$`)
 var cspViolation = regexp.MustCompile(`(?m)^.*CONSOLE.*(Content Security Policy|Refused to).*$`)
 
 func TestDashboardInHeadlessChromium(t *testing.T) {
-	url := startDashboard(t) + "/?user=u1"
+	base := startDashboard(t)
+	url := base + "/?user=u1&product=sku-002"
 	res, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +127,8 @@ func TestDashboardInHeadlessChromium(t *testing.T) {
 		"<svg", // charts
 		`data-projection="last_viewed"><b>last_viewed</b> rebuilding 42.0% <progress max="1000000" value="420000"></progress> 420,000 / 1,000,000 records · 25,000 ev/s · ETA 24s`,
 		`data-projection="stats"><b>stats</b> rebuilding 42.0%`, // the rebuilds with progress
+		// the product lookup of the address
+		`data-ranking="bestsellers-today" data-rank="2"><h3>Bestsellers today</h3><div class="rank-line"><b>#2</b> of 30 · 50 units</div>`,
 	} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("DOM lacks %q", want)
@@ -139,6 +142,8 @@ func TestDashboardInHeadlessChromium(t *testing.T) {
 		t.Logf("DOM:\n%s\nchromium stderr:\n%s", dom, stderr)
 	}
 
+	checkProductLookup(t, base)
+
 	shot := os.Getenv("E2E_SCREENSHOT")
 	if shot == "" {
 		shot = filepath.Join(os.TempDir(), "projector-dashboard.png")
@@ -149,6 +154,51 @@ func TestDashboardInHeadlessChromium(t *testing.T) {
 		t.Fatalf("screenshot %s: %v (size %v)", shot, err, st)
 	}
 	t.Logf("dashboard screenshot: %s", shot)
+}
+
+// checkProductLookup types product ids into the dashboard's product lookup
+// and checks the ranks shown: sku-003 is third in today's and the week's
+// bestsellers and in today's views, fourth in trending (after sku-hot,
+// sku-001 and sku-002); sku-999 is in no ranking.
+func checkProductLookup(t *testing.T, base string) {
+	t.Helper()
+	b := startBrowser(t)
+	b.open(base + "/")
+	shown := func(product string) []string {
+		t.Helper()
+		b.waitFor(`document.getElementById("product-ranks").dataset.product === "` + product + `"`)
+		var lines []string
+		b.eval(`[...document.querySelectorAll("#product-ranks .rank-box")].map((box) => box.dataset.ranking + " " + box.dataset.rank + ": " +
+			box.querySelector(".rank-line").textContent + [...box.querySelectorAll("tr.me td")].map((td) => " | " + td.textContent).join(""))`, &lines)
+		return lines
+	}
+	b.typeInto("#product", "sku-003")
+	want := []string{
+		"bestsellers-today 3: #3 of 30 · 33 units | 3 | sku-003 | 33",
+		"bestsellers-week 3: #3 of 30 · 1,135 score | 3 | sku-003 | 1,135",
+		"most-viewed-today 3: #3 of 30 · 1,021 views | 3 | sku-003 | 1,021",
+		"trending 4: #4 of 13 · 14.17 weighted views | 4 | sku-003 | 14.17",
+	}
+	if got := shown("sku-003"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("product lookup of sku-003 shows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var neighbours []string
+	b.eval(`[...document.querySelectorAll('#product-ranks [data-ranking="bestsellers-today"] tr td:nth-child(2)')].map((td) => td.textContent)`, &neighbours)
+	if strings.Join(neighbours, " ") != "sku-001 sku-002 sku-003 sku-004 sku-005" {
+		t.Errorf("neighbours of sku-003 in today's bestsellers: %v, want sku-001 to sku-005", neighbours)
+	}
+	b.typeInto("#product", "sku-999")
+	if got := strings.Join(shown("sku-999"), "\n"); got != "bestsellers-today none: not ranked\nbestsellers-week none: not ranked\nmost-viewed-today none: not ranked\ntrending none: not ranked" {
+		t.Errorf("product lookup of sku-999 shows\n%s\nwant \"not ranked\" in each ranking", got)
+	}
+	var state struct {
+		Search string `json:"search"`
+		Errors string `json:"errors"`
+	}
+	b.eval(`({search: location.search, errors: document.getElementById("errors").textContent})`, &state)
+	if state.Search != "?product=sku-999" || state.Errors != "" {
+		t.Errorf("after the lookups: address %q, errors %q", state.Search, state.Errors)
+	}
 }
 
 func TestPageServesOnlyItsFiles(t *testing.T) {

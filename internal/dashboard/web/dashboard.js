@@ -24,6 +24,7 @@ async function api(path) {
   if (!res.ok) {
     const err = new Error(path + ": " + res.status + " " + (body.error || ""));
     err.status = res.status;
+    err.detail = body.error || "";
     throw err;
   }
   return body;
@@ -221,6 +222,58 @@ async function lookup() {
   pager(document.getElementById("orders-pager"), orders.page, orders.total, orders.size, (p) => { user.ordersPage = p; guard(lookup)(); });
 }
 
+// RANKINGS are the product lookup's rankings: the /api/rank name, a title
+// and what the score counts.
+const RANKINGS = [
+  ["bestsellers-today", "Bestsellers today", "units"], ["bestsellers-week", "Bestsellers last 7 days", "score"],
+  ["most-viewed-today", "Most viewed today", "views"], ["trending", "Trending", "weighted views"],
+];
+const AROUND = 2;
+const product = { id: "" };
+
+// productLookup shows the product's rank in each ranking with AROUND
+// products above and below, "not ranked" where it has no entry.
+async function productLookup() {
+  const box = document.getElementById("product-ranks");
+  const id = product.id;
+  if (!id) { box.replaceChildren(); return; }
+  const answers = await Promise.all(RANKINGS.map(([name]) =>
+    api("/api/rank?ranking=" + name + "&around=" + AROUND + "&product=" + encodeURIComponent(id))
+      .catch((e) => (e.status === 400 || e.status === 404 ? { error: e } : Promise.reject(e)))));
+  if (id !== product.id) return; // a newer lookup took over
+  const bad = answers.find((a) => a.error && a.error.status === 400);
+  box.replaceChildren(...(bad ? [el("div", { class: "rank-line missing" }, bad.error.detail)]
+    : RANKINGS.map(([name, title, unit], i) => rankBox(name, title, unit, answers[i]))));
+  box.dataset.product = id;
+}
+
+// rankBox renders one /api/rank answer (or its 404).
+function rankBox(name, title, unit, a) {
+  const box = el("div", { class: "rank-box", "data-ranking": name }, el("h3", {}, title));
+  if (a.error) {
+    box.dataset.rank = "none";
+    const notRanked = / not ranked in /.test(a.error.detail);
+    box.append(el("div", { class: "rank-line missing" }, notRanked ? "not ranked" : a.error.detail));
+    return box;
+  }
+  box.dataset.rank = String(a.rank);
+  box.append(el("div", { class: "rank-line" }, el("b", {}, "#" + a.rank), " of " + fmt(a.total) + " · " + fmt(a.score) + " " + unit));
+  const t = el("table", {});
+  fill(t, a.around, [["#", (r) => r.rank, true], ["product", (r) => r.product_id], [unit, (r) => fmt(r.score), true]]);
+  a.around.forEach((r, i) => { if (r.product_id === a.product_id) t.rows[i + 1].className = "me"; });
+  box.append(t);
+  return box;
+}
+
+// syncURL keeps the lookups in the address (?user=...&product=...).
+function syncURL() {
+  const q = new URLSearchParams();
+  if (user.id) q.set("user", user.id);
+  if (product.id) q.set("product", product.id);
+  const s = q.toString();
+  history.replaceState(null, "", s ? "?" + s : location.pathname);
+}
+
 // guard runs an async step, reporting its failure instead of throwing.
 function guard(f) {
   return async () => {
@@ -229,7 +282,7 @@ function guard(f) {
 }
 
 async function refresh() {
-  await Promise.all([guard(refreshOverview)(), guard(refreshRankings)(), guard(refreshStatus)()]);
+  await Promise.all([guard(refreshOverview)(), guard(refreshRankings)(), guard(refreshStatus)(), guard(productLookup)()]);
   drawLive();
   refreshes++;
   document.body.dataset.refreshes = String(refreshes);
@@ -240,15 +293,25 @@ document.getElementById("user-form").addEventListener("submit", (e) => {
   e.preventDefault();
   user.id = document.getElementById("user").value.trim();
   user.histPage = user.ordersPage = 1;
-  history.replaceState(null, "", user.id ? "?user=" + encodeURIComponent(user.id) : location.pathname);
+  syncURL();
   guard(lookup)();
 });
 
-const initial = new URLSearchParams(location.search).get("user");
+document.getElementById("product-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  product.id = document.getElementById("product").value.trim();
+  syncURL();
+  guard(productLookup)();
+});
+
+const params = new URLSearchParams(location.search);
+const initial = params.get("user");
 if (initial) {
   document.getElementById("user").value = initial;
   user.id = initial;
   guard(lookup)();
 }
+product.id = params.get("product") || "";
+document.getElementById("product").value = product.id;
 refresh();
 setInterval(refresh, POLL_MS);
