@@ -1,7 +1,7 @@
 // Package query reads the projections of docs/contract.md section 4 for web services:
 // last viewed, history pages, stats series, bestsellers (today and the last
-// 7 days), most viewed today, recent orders, a customer's orders and
-// trending products. Key names come from projections.Keys and calendar
+// 7 days), most viewed today, recent orders, a customer's orders,
+// trending products, and where a product stands in a ranking (Rank). Key names come from projections.Keys and calendar
 // buckets from projections.BucketsOf, so reads match what the consumer
 // writes for the same redis.key_prefix and time_zone.
 //

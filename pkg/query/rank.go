@@ -91,7 +91,7 @@ type RankResult struct {
 // rank is the product's position on those pages, building the snapshot when
 // none is current.
 //
-// Round trips: one MULTI reads the pointer snapshot:{g}:<name>, the rank
+// Round trips: one MULTI reads the pointer snap:{g}:<name>, the rank
 // and score (ZREVRANK ... WITHSCORE on Redis 7.2+ and Valkey; ZREVRANK and
 // ZSCORE on Redis 7.0) and ZCARD, from the snapshot this Reader last read
 // for ranking; the answer stands when the pointer still names it. Else
