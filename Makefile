@@ -1,5 +1,5 @@
 # projector build targets. `make test` is what CI runs (.ci/run).
-.PHONY: setup test run fuzz build chaos bench
+.PHONY: setup test run fuzz build chaos soak bench
 
 # Everything the tests and the benchmark need on a fresh clone: missing
 # system programs (installed with apt-get when root on Debian), the Go
@@ -23,6 +23,11 @@ build:
 # Redis SIGSTOP and restart, a broker of 3 restarted; standalone and cluster.
 chaos: setup
 	go test -count=1 -timeout 40m -run Chaos -v ./internal/e2e
+
+# The seeded rebuild runs (part of `make test` with 2 seeds each) with 20
+# seeds on Redis standalone and Cluster; E2E_REBUILD_RUNS overrides the count.
+soak: setup
+	E2E_REBUILD_RUNS=$${E2E_REBUILD_RUNS:-20} go test -count=1 -timeout 60m -run 'TestRebuildRuns' -v ./internal/e2e
 
 # The benchmark (BENCHMARKS.md): real redis-server and Apache Kafka on
 # loopback, 2,000,000 generated events by default; BENCH_FLAGS for smaller

@@ -42,15 +42,29 @@ func applyCopyOfPartition1(t *testing.T, ctx context.Context, a *Applier, ev eve
 	}
 }
 
-// wipeKeys deletes the keys matching pattern.
+// wipeKeys deletes the keys matching pattern (on every master of a cluster).
 func wipeKeys(t *testing.T, ctx context.Context, rdb redis.UniversalClient, pattern string) {
 	t.Helper()
-	keys, err := rdb.Keys(ctx, pattern).Result()
+	wipe := func(ctx context.Context, c *redis.Client) error {
+		keys, err := c.Keys(ctx, pattern).Result()
+		if err != nil || len(keys) == 0 {
+			return err
+		}
+		for _, k := range keys {
+			if err := c.Del(ctx, k).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var err error
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, wipe)
+	} else {
+		err = wipe(ctx, rdb.(*redis.Client))
+	}
 	if err != nil {
 		t.Fatal(err)
-	}
-	if len(keys) > 0 {
-		rdb.Del(ctx, keys...)
 	}
 }
 
@@ -60,13 +74,14 @@ func wipeKeys(t *testing.T, ctx context.Context, rdb redis.UniversalClient, patt
 // (a replay reads the partitions in another order than the consumer did)
 // applies the copy the marker names, exactly once: the Rebuilder (user and
 // global writes), CheckOnly (global writes), and the consumer's Applier
-// for a redelivery after a crash between the user and the global phase.
+// for a redelivery after a crash between the user and the global phase
+// (a transaction on a standalone server, a script call on a cluster).
 func TestCopiesInOneBatchFollowTheMarker(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		run  func(t *testing.T, ctx context.Context, rdb *redis.Client, ev events.Event) (user, global string)
+		run  func(t *testing.T, ctx context.Context, rdb redis.UniversalClient, ev events.Event) (user, global string)
 	}{
-		{"rebuilder", func(t *testing.T, ctx context.Context, rdb *redis.Client, ev events.Event) (string, string) {
+		{"rebuilder", func(t *testing.T, ctx context.Context, rdb redis.UniversalClient, ev events.Event) (string, string) {
 			applyCopyOfPartition1(t, ctx, newTestApplier(t, rdb, projections.Defaults()), ev)
 			wipeKeys(t, ctx, rdb, "st:*")
 			recs, ranges := twoCopies(ev)
@@ -77,7 +92,7 @@ func TestCopiesInOneBatchFollowTheMarker(t *testing.T) {
 			checkOutcomes(t, res, Duplicate, Applied)
 			return "st:{u:u1}:views:2026", "st:{g}:views:2026"
 		}},
-		{"check only", func(t *testing.T, ctx context.Context, rdb *redis.Client, ev events.Event) (string, string) {
+		{"check only", func(t *testing.T, ctx context.Context, rdb redis.UniversalClient, ev events.Event) (string, string) {
 			applyCopyOfPartition1(t, ctx, newTestApplier(t, rdb, projections.Defaults()), ev)
 			wipeKeys(t, ctx, rdb, "st:{g}:*")
 			p, err := projections.NewPlanner(projections.Defaults(), time.UTC, "")
@@ -93,7 +108,7 @@ func TestCopiesInOneBatchFollowTheMarker(t *testing.T) {
 			checkOutcomes(t, res, Duplicate, Applied)
 			return "st:{u:u1}:views:2026", "st:{g}:views:2026"
 		}},
-		{"redelivery", func(t *testing.T, ctx context.Context, rdb *redis.Client, ev events.Event) (string, string) {
+		{"redelivery", func(t *testing.T, ctx context.Context, rdb redis.UniversalClient, ev events.Event) (string, string) {
 			a := newTestApplier(t, rdb, projections.Defaults())
 			recs, ranges := twoCopies(ev)
 			b := newBatch(recs[1:], ranges[1:]) // partition 1's batch: its user phase, then a crash
@@ -111,18 +126,25 @@ func TestCopiesInOneBatchFollowTheMarker(t *testing.T) {
 			return "st:{u:u1}:views:2026", "st:{g}:views:2026"
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			rdb := testredis.StartStandalone(t).Client()
-			ev := view("e1", "u1", "p1", testNow.Add(-time.Hour))
-			user, global := tc.run(t, ctx, rdb, ev)
-			if got := mustGet(t, rdb, user); got != "1" {
-				t.Errorf("%s = %s, want 1", user, got)
-			}
-			if got := mustGet(t, rdb, global); got != "1" {
-				t.Errorf("%s = %s, want 1", global, got)
-			}
-		})
+		for _, kind := range []string{"standalone", "cluster"} {
+			t.Run(tc.name+"/"+kind, func(t *testing.T) {
+				ctx := context.Background()
+				var rdb redis.UniversalClient
+				if kind == "cluster" {
+					rdb = testredis.StartCluster(t, 3).Client()
+				} else {
+					rdb = testredis.StartStandalone(t).Client()
+				}
+				ev := view("e1", "u1", "p1", testNow.Add(-time.Hour))
+				user, global := tc.run(t, ctx, rdb, ev)
+				if got := mustGet(t, rdb, user); got != "1" {
+					t.Errorf("%s = %s, want 1", user, got)
+				}
+				if got := mustGet(t, rdb, global); got != "1" {
+					t.Errorf("%s = %s, want 1", global, got)
+				}
+			})
+		}
 	}
 }
 

@@ -20,7 +20,8 @@ import (
 // default; `make soak` runs 20): duplicates of clicks and orders published
 // in another partition than their first copy, late (out-of-order) and
 // backfilled events, poison; production running through the chase rounds
-// and the handover, the replayer started at a point the seed picks. Every
+// and the handover, the replayer started at a point the seed picks; then a
+// rebuild of two global projections (hold) likewise. Every
 // key and TTL equals the model of the whole log. A failing run names its
 // seed: rerun it with E2E_SEED=<seed> E2E_REBUILD_RUNS=1.
 func TestRebuildRunsStandalone(t *testing.T) {
@@ -53,8 +54,9 @@ func runRebuilds(t *testing.T, start func(t *testing.T) (redis.UniversalClient, 
 
 // rebuildRun: 75% of a generated log applied by a consumer with last_viewed
 // off, then a consumer with every projection on while the rest is produced
-// in small chunks; after a delay the seed picks, the replayer rebuilds
-// last_viewed,stats (wipe, chase, handover).
+// in small chunks; after delays the seed picks, the replayer rebuilds
+// last_viewed,stats (wipe, chase, handover), then bestsellers,recent_orders
+// (hold).
 func rebuildRun(t *testing.T, seed uint64, rdb redis.UniversalClient, addrs []string, mode string) {
 	t.Logf("seed %d (rerun with E2E_SEED=%d E2E_REBUILD_RUNS=1)", seed, seed)
 	ctx := context.Background()
@@ -84,15 +86,17 @@ func rebuildRun(t *testing.T, seed uint64, rdb redis.UniversalClient, addrs []st
 	waitGroupMembers(t, brokers, "projector", 1)
 	time.Sleep(3500 * time.Millisecond) // the consumer publishes its settings every 3 s
 	tr := startTrickle(brokers, log[cut:], max((len(log)-cut)/100, 1))
-	time.Sleep(time.Duration(rng.IntN(3000)) * time.Millisecond)
-	rp := exec.Command(replayerBin, "--projections", "last_viewed,stats", "--wipe", "--yes")
-	rp.Env = cleanEnv(env)
-	out, err := rp.CombinedOutput()
-	if err != nil {
-		t.Fatalf("replayer: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "handover: consumers paused for") {
-		t.Errorf("the replayer did not hand over with a pause: %s", tail(string(out), 500))
+	for _, names := range []string{"last_viewed,stats", "bestsellers,recent_orders"} {
+		time.Sleep(time.Duration(rng.IntN(2000)) * time.Millisecond)
+		rp := exec.Command(replayerBin, "--projections", names, "--wipe", "--yes")
+		rp.Env = cleanEnv(env)
+		out, err := rp.CombinedOutput()
+		if err != nil {
+			t.Fatalf("replayer --projections %s: %v\n%s", names, err, out)
+		}
+		if paused := strings.Contains(string(out), "handover: consumers paused for"); paused != (names == "last_viewed,stats") {
+			t.Errorf("replayer --projections %s: handover with a pause %v, want %v: %s", names, paused, !paused, tail(string(out), 500))
+		}
 	}
 	finishRebuild(t, ctx, rdb, brokers, topics, tr, log, start)
 }
