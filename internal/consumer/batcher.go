@@ -26,7 +26,7 @@ import (
 // waits about MaxWait plus one apply.
 
 // pump fetches records until ctx ends. A failed fetch (a broker restarting,
-// the group coordinator moving: kafka-go keeps reconnecting) is counted,
+// the group coordinator moving: the group member keeps reconnecting) is counted,
 // logged and retried with backoff.
 func (c *Consumer) pump(ctx context.Context, out chan<- kafka.Message) {
 	backoff := fetchBackoffMin
@@ -56,7 +56,9 @@ func (c *Consumer) pump(ctx context.Context, out chan<- kafka.Message) {
 }
 
 // behindBy is how far (in records) the newest record may be from its
-// partition's high watermark for the consumer to count as caught up.
+// partition's high watermark for the consumer to count as caught up (the
+// HighWaterMark of a fetched message is the last stable offset: the end of
+// what a read_committed consumer can read).
 func behindBy(maxEvents int) int64 { return int64(max(maxEvents/4, 1)) }
 
 // batch gathers the pump's records until ctx ends, and answers each request

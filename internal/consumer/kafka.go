@@ -9,16 +9,20 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
+	"projector/internal/fetch"
 	"projector/internal/kafkaconn"
 	"projector/internal/records"
 )
 
-// Committer commits offsets: a *kafka.Reader of the group.
+// Committer commits offsets: the group member (*fetch.Group).
 type Committer interface {
 	CommitMessages(ctx context.Context, msgs ...kafka.Message) error
 }
 
-// Reader is the group member of one session: a *kafka.Reader.
+// Reader is the group member of one session: a *fetch.Group, which reads
+// committed records only and delivers a placeholder for the offsets it
+// skips (transaction markers, records of aborted transactions; see
+// internal/fetch).
 type Reader interface {
 	FetchMessage(ctx context.Context) (kafka.Message, error)
 	Committer
@@ -70,11 +74,11 @@ func NewKafka(opts Options, log *zap.Logger) Kafka {
 }
 
 // newReader builds the group member that fetches topics.
-func newReader(opts Options, topics []string, log *zap.Logger) *kafka.Reader {
-	rc := records.GroupReader(opts.Brokers, opts.Kafka.Dialer(), opts.GroupID, topics, opts.MaxRecordBytes, opts.MaxEvents)
-	rc.Logger = kafka.LoggerFunc(log.Sugar().Named("kafka").Debugf)
-	rc.ErrorLogger = kafka.LoggerFunc(log.Sugar().Named("kafka").Warnf)
-	return kafka.NewReader(rc)
+func newReader(opts Options, topics []string, log *zap.Logger) *fetch.Group {
+	gc := records.GroupReader(opts.Kafka, opts.GroupID, topics, opts.MaxRecordBytes, opts.MaxEvents)
+	gc.Logger = kafka.LoggerFunc(log.Sugar().Named("kafka").Debugf)
+	gc.ErrorLogger = kafka.LoggerFunc(log.Sugar().Named("kafka").Warnf)
+	return fetch.NewGroup(gc)
 }
 
 // newDeadLetterWriter builds the writer of the dead-letter topic.

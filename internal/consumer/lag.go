@@ -14,9 +14,10 @@ import (
 )
 
 // MonitorLag sets projector_consumer_lag{topic,partition} every 5 seconds to
-// end offset minus the group's committed offset (kafka-go's Lag() is -1 in a
-// group), for the topics that topics returns each time (Consumer.Topics: the
-// configured topics that exist; a missing one would fail the whole measurement).
+// the end offset (the last stable offset, see internal/kafkalag) minus the
+// group's committed offset, for the topics that topics returns each time
+// (Consumer.Topics: the configured topics that exist; a missing one would
+// fail the whole measurement).
 func MonitorLag(ctx context.Context, conn *kafkaconn.Conn, group string, topics func() []string, m *obs.Metrics, log *zap.Logger) {
 	client := conn.Client(5 * time.Second)
 	t := time.NewTicker(5 * time.Second)

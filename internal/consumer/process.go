@@ -14,10 +14,10 @@ import (
 )
 
 // dropRepeats removes records that repeat an offset already in the batch:
-// after a rebalance kafka-go delivers a partition again from its committed
-// offset, so records still gathered for a batch can come twice (a poison
-// record would then be dead-lettered twice). Each partition's records stay
-// in order.
+// after a rebalance the group member delivers a partition again from its
+// committed offset, so records still gathered for a batch can come twice (a
+// poison record would then be dead-lettered twice). Each partition's
+// records stay in order.
 func dropRepeats(msgs []kafka.Message) []kafka.Message {
 	last := make(map[records.TopicPartition]int64, 16)
 	var out []kafka.Message
@@ -112,7 +112,7 @@ func (c *Consumer) process(ctx context.Context, msgs []kafka.Message, cm *commit
 			zap.Duration("dead_letter", dlqTook), zap.Duration("apply", applyTook))
 	}
 	c.metrics.BatchDuration.Observe(took.Seconds())
-	c.metrics.BatchEvents.Observe(float64(len(msgs)))
+	c.metrics.BatchEvents.Observe(float64(len(recs) + len(bad))) // placeholders of skipped offsets are no events
 	return cm.add(msgs)
 }
 

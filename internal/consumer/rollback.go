@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"projector/internal/apply"
+	"projector/internal/fetch"
 	"projector/internal/records"
 )
 
@@ -173,19 +174,19 @@ func (c *Consumer) refuseRepair(ctx context.Context, l lost, why string) error {
 	return errUnrepairable
 }
 
-// reapply reads one lost range from Kafka and applies it with Repair, in
-// chunks; progress is called with the offsets covered so far. It returns
-// the records applied again.
+// reapply reads one lost range from Kafka (committed records only, as the
+// group member reads) and applies it with Repair, in chunks; progress is
+// called with the offsets covered so far. It returns the records applied
+// again.
 func (c *Consumer) reapply(ctx context.Context, l lost, progress func(done int64)) (int64, error) {
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: c.opts.Brokers, Dialer: c.opts.Kafka.Dialer(), Topic: l.Topic, Partition: l.Partition,
-		MinBytes: 1, MaxBytes: records.MaxBytes(c.opts.MaxRecordBytes), MaxWait: 250 * time.Millisecond, QueueCapacity: 1000})
-	defer r.Close()
-	if err := r.SetOffset(l.From); err != nil {
-		return 0, kafkaFailed(c.metrics.KafkaFetchErrors, fmt.Errorf("seek %s:%d to %d: %w", l.Topic, l.Partition, l.From, err))
-	}
+	transport := c.opts.Kafka.FetchTransport([]string{l.Topic})
+	defer transport.CloseIdleConnections()
+	r := fetch.NewReader(records.PartitionReader(c.opts.Kafka, transport, c.opts.MaxRecordBytes, 250*time.Millisecond),
+		l.Topic, l.Partition, l.From)
 	chunk := max(c.opts.MaxEvents, 1)
 	var (
 		msgs  []kafka.Message
+		read  int      // records among msgs (the rest are placeholders of skipped offsets)
 		first = l.From // the first offset of the chunk's range
 		n     int64
 	)
@@ -208,26 +209,30 @@ func (c *Consumer) reapply(ctx context.Context, l lost, progress func(done int64
 				return err
 			}
 		}
-		n += int64(len(msgs))
-		c.metrics.RollbackReapplied.Add(float64(len(msgs)))
+		n += int64(read)
+		c.metrics.RollbackReapplied.Add(float64(read))
 		progress(last - l.From + 1)
-		msgs, first = msgs[:0], last+1
+		msgs, read, first = msgs[:0], 0, last+1
 		return nil
 	}
 	checked := false
 	for first <= l.To {
-		m, err := r.FetchMessage(ctx)
+		m, err := r.Next(ctx)
 		if err != nil {
 			return n, kafkaFailed(c.metrics.KafkaFetchErrors, fmt.Errorf("read %s:%d again: %w", l.Topic, l.Partition, err))
 		}
-		if !checked {
-			checked = true
-			if age := c.opts.Now().Sub(m.Time); m.Offset <= l.To && c.opts.Window > 0 && age > c.opts.Window {
-				return n, c.refuseRepair(ctx, l, fmt.Sprintf("its first record is %s old, more than idempotency.window (%s)", age.Round(time.Second), c.opts.Window))
-			}
-		}
-		if m.Offset > l.To {
+		m, in := fetch.Clamp(m, l.To) // a placeholder may reach past the range
+		if !in {
 			return n, flush(l.To)
+		}
+		if _, skipped := fetch.SkippedOf(m); !skipped {
+			if !checked {
+				checked = true
+				if age := c.opts.Now().Sub(m.Time); c.opts.Window > 0 && age > c.opts.Window {
+					return n, c.refuseRepair(ctx, l, fmt.Sprintf("its first record is %s old, more than idempotency.window (%s)", age.Round(time.Second), c.opts.Window))
+				}
+			}
+			read++
 		}
 		msgs = append(msgs, m)
 		if m.Offset == l.To {

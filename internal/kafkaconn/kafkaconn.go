@@ -1,6 +1,7 @@
 // Package kafkaconn turns the kafka.* connection settings (brokers, SASL
 // PLAIN or SCRAM, TLS) into the kafka-go values every construction site
-// needs: a Dialer for Readers, a Transport for Writers and a Client.
+// needs: a Dialer for kafka-go Readers and consumer groups, a Transport for
+// Writers and Clients, and Transports of their own for internal/fetch.
 package kafkaconn
 
 import (
@@ -115,6 +116,20 @@ func (c *Conn) WatchClient(topics []string, ttl, timeout time.Duration) (*kafka.
 	t := &kafka.Transport{DialTimeout: dialTimeout, SASL: c.mechanism, TLS: c.tlsConfig(), MetadataTTL: ttl,
 		MetadataTopics: topics}
 	return &kafka.Client{Addr: kafka.TCP(c.brokers...), Timeout: timeout, Transport: t}, t.CloseIdleConnections
+}
+
+// fetchMetadataTTL bounds the age of a FetchTransport's metadata.
+const fetchMetadataTTL = time.Second
+
+// FetchTransport returns a Transport of its own for reading partitions of
+// topics with internal/fetch: it routes each fetch to the partition's
+// leader by metadata of those topics that it refreshes at random intervals
+// below a second, so after a leader change fetches reach the new leader
+// within about that (the shared Transport refreshes every 6 s or so). Close
+// it with CloseIdleConnections.
+func (c *Conn) FetchTransport(topics []string) *kafka.Transport {
+	return &kafka.Transport{DialTimeout: dialTimeout, SASL: c.mechanism, TLS: c.tlsConfig(), MetadataTTL: fetchMetadataTTL,
+		MetadataTopics: topics}
 }
 
 // Close closes the idle connections of the shared Transport.

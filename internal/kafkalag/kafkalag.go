@@ -1,6 +1,12 @@
 // Package kafkalag measures a consumer group's lag: per partition, the end
-// offset minus the committed offset. The consumer's lag metric, the
-// dashboard and the benchmark all read it here.
+// offset minus the committed offset. The end is the partition's last stable
+// offset (ListOffsets with isolation level read_committed): the end of what
+// projector's read_committed consumers can read, which is the high
+// watermark unless a transaction is open. Consumers commit past
+// transaction markers and records of aborted transactions (internal/fetch),
+// so a consumer that applied everything has lag 0, also when the log ends
+// with a marker. The consumer's lag metric, the dashboard and the benchmark
+// all read it here.
 package kafkalag
 
 import (
@@ -15,7 +21,7 @@ import (
 type Partition struct {
 	Topic     string `json:"topic"`
 	Partition int    `json:"partition"`
-	End       int64  `json:"end"`
+	End       int64  `json:"end"`       // the last stable offset
 	Committed int64  `json:"committed"` // -1: nothing committed yet
 	// Lag is End minus Committed, or minus the earliest retained offset when
 	// nothing is committed (a group starts there).
@@ -44,7 +50,7 @@ func Measure(ctx context.Context, client *kafka.Client, group string, topics []s
 	if err != nil {
 		return nil, fmt.Errorf("kafka offset fetch for group %s: %w", group, err)
 	}
-	ends, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: offReq})
+	ends, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: offReq, IsolationLevel: kafka.ReadCommitted})
 	if err != nil {
 		return nil, fmt.Errorf("kafka list offsets: %w", err)
 	}

@@ -4,29 +4,43 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"projector/internal/fetch"
+	"projector/internal/kafkaconn"
 )
 
-// GroupReader is the consumer group member's reader configuration: offsets
-// committed explicitly (CommitInterval 0), a group without offsets starts
-// at the earliest one, fetches of up to MaxBytes, a queue that holds a
-// batch of maxEvents, and a session of 10 s. The consumer and the
-// benchmark's peer read with it alike.
-func GroupReader(brokers []string, dialer *kafka.Dialer, group string, topics []string, maxRecordBytes, maxEvents int) kafka.ReaderConfig {
-	return kafka.ReaderConfig{
-		Brokers:           brokers,
-		Dialer:            dialer,
+// GroupReader is the consumer group member's configuration
+// (fetch.NewGroup): read_committed, offsets committed explicitly, a group
+// without offsets starts at the earliest one, fetches of up to MaxBytes
+// that wait up to 250 ms, a queue that holds a batch of maxEvents, and a
+// session of 10 s. Its Transport is its own (the Group closes it). The
+// consumer and the benchmark's peer read with it alike.
+func GroupReader(conn *kafkaconn.Conn, group string, topics []string, maxRecordBytes, maxEvents int) fetch.GroupConfig {
+	return fetch.GroupConfig{
+		Brokers:           conn.Brokers(),
+		Dialer:            conn.Dialer(),
 		GroupID:           group,
-		GroupTopics:       topics,
-		MinBytes:          1,
-		MaxBytes:          MaxBytes(maxRecordBytes),
-		MaxWait:           250 * time.Millisecond,
+		Topics:            topics,
+		Fetch:             PartitionReader(conn, conn.FetchTransport(topics), maxRecordBytes, 250*time.Millisecond),
 		QueueCapacity:     max(1000, maxEvents),
-		CommitInterval:    0,
-		StartOffset:       kafka.FirstOffset,
 		HeartbeatInterval: time.Second,
 		SessionTimeout:    10 * time.Second,
 		RebalanceTimeout:  10 * time.Second,
-		ReadBackoffMin:    50 * time.Millisecond,
-		ReadBackoffMax:    500 * time.Millisecond,
+	}
+}
+
+// PartitionReader is the configuration of read_committed partition readers
+// (fetch.NewReader) through transport (conn.FetchTransport): fetches of up
+// to MaxBytes that wait up to maxWait for records, retried with backoff
+// from 50 to 500 ms.
+func PartitionReader(conn *kafkaconn.Conn, transport kafka.RoundTripper, maxRecordBytes int, maxWait time.Duration) fetch.Options {
+	return fetch.Options{
+		Addr:       kafka.TCP(conn.Brokers()...),
+		Transport:  transport,
+		MinBytes:   1,
+		MaxBytes:   MaxBytes(maxRecordBytes),
+		MaxWait:    maxWait,
+		BackoffMin: 50 * time.Millisecond,
+		BackoffMax: 500 * time.Millisecond,
 	}
 }

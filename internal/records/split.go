@@ -3,6 +3,7 @@ package records
 import (
 	"github.com/segmentio/kafka-go"
 
+	"projector/internal/fetch"
 	"projector/pkg/events"
 )
 
@@ -14,7 +15,10 @@ type Poison struct {
 
 // Split decodes a batch: valid events become records, the rest poison;
 // ranges cover every record of each partition, in the order the partitions
-// first appear.
+// first appear. A placeholder of skipped offsets (fetch.SkippedOf:
+// transaction markers and records of aborted transactions) counts in its
+// partition's range only, with all the offsets it stands for, so the
+// watermarks and commits move past them.
 func Split(msgs []kafka.Message, maxBytes int) ([]Record, []Poison, []Range) {
 	recs := make([]Record, 0, len(msgs))
 	var bad []Poison
@@ -22,12 +26,19 @@ func Split(msgs []kafka.Message, maxBytes int) ([]Record, []Poison, []Range) {
 	var ranges []Range
 	for _, m := range msgs {
 		tp := Of(m)
+		first, skipped := fetch.SkippedOf(m)
+		if !skipped {
+			first = m.Offset
+		}
 		if j, ok := idx[tp]; ok {
-			ranges[j].First = min(ranges[j].First, m.Offset)
+			ranges[j].First = min(ranges[j].First, first)
 			ranges[j].Last = max(ranges[j].Last, m.Offset)
 		} else {
 			idx[tp] = len(ranges)
-			ranges = append(ranges, Range{Topic: m.Topic, Partition: m.Partition, First: m.Offset, Last: m.Offset})
+			ranges = append(ranges, Range{Topic: m.Topic, Partition: m.Partition, First: first, Last: m.Offset})
+		}
+		if skipped {
+			continue
 		}
 		if err := events.CheckSize(len(m.Value), maxBytes); err != nil {
 			bad = append(bad, Poison{m, err.Error()})
@@ -43,7 +54,9 @@ func Split(msgs []kafka.Message, maxBytes int) ([]Record, []Poison, []Range) {
 	return recs, bad, ranges
 }
 
-// Highest returns the highest offset of each partition among msgs.
+// Highest returns the message with the highest offset of each partition
+// among msgs (a placeholder of skipped offsets included: committing it
+// commits past them).
 func Highest(msgs []kafka.Message) map[TopicPartition]kafka.Message {
 	last := map[TopicPartition]kafka.Message{}
 	for _, m := range msgs {

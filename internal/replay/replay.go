@@ -54,6 +54,8 @@ type Options struct {
 
 // Summary is what a replay did.
 type Summary struct {
+	// Events counts the offsets read, as the plan does: records, and the
+	// transaction markers and records of aborted transactions skipped.
 	Events     int64
 	ByType     map[string]int64
 	Duplicates int64

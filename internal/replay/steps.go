@@ -8,6 +8,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"projector/internal/apply"
+	"projector/internal/fetch"
 	"projector/internal/records"
 )
 
@@ -22,7 +23,7 @@ type preparer interface {
 
 // step is one batch on its way: decoded, and planned when the applier is a preparer.
 type step struct {
-	n    int // records read
+	n    int // offsets read: records, and the offsets placeholders stand for (fetch.Covered)
 	recs []apply.Record
 	bad  int // poison records
 	rgs  []apply.Range
@@ -32,7 +33,11 @@ type step struct {
 // prepareStep decodes a batch and, when a is a preparer, plans it.
 func prepareStep(ctx context.Context, msgs []kafka.Message, maxBytes int, a batchApplier) (*step, error) {
 	recs, bad, rgs := records.Split(msgs, maxBytes)
-	st := &step{n: len(msgs), recs: recs, bad: len(bad), rgs: rgs}
+	n := int64(0)
+	for _, m := range msgs {
+		n += fetch.Covered(m)
+	}
+	st := &step{n: int(n), recs: recs, bad: len(bad), rgs: rgs}
 	if p, ok := a.(preparer); ok {
 		var err error
 		if st.plan, err = p.Prepare(ctx, recs, rgs); err != nil {

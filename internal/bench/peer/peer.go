@@ -19,6 +19,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"projector/internal/config"
+	"projector/internal/fetch"
 	"projector/internal/kafkaconn"
 	"projector/internal/records"
 	"projector/pkg/events"
@@ -47,9 +48,9 @@ func New(cfg config.Config, rdb redis.UniversalClient, m *Metrics, now func() ti
 
 // newReader reads as projector's group member (records.GroupReader): the
 // same group semantics (manual, synchronous commits; earliest offset for a
-// new group), fetch sizes, wait and queue.
-func newReader(cfg config.Config, conn *kafkaconn.Conn) *kafka.Reader {
-	return kafka.NewReader(records.GroupReader(cfg.Kafka.Brokers, conn.Dialer(), cfg.Kafka.GroupID, cfg.Kafka.Topics,
+// new group; committed records only), fetch sizes, wait and queue.
+func newReader(cfg config.Config, conn *kafkaconn.Conn) *fetch.Group {
+	return fetch.NewGroup(records.GroupReader(conn, cfg.Kafka.GroupID, cfg.Kafka.Topics,
 		cfg.Kafka.MaxRecordBytes, cfg.Batch.MaxEvents))
 }
 
@@ -123,7 +124,7 @@ func (p *Peer) Run(ctx context.Context) error {
 
 // writer writes and commits the jobs until ctx ends (nil then) or a
 // pipeline or commit fails, handing each job's command buffer back on free.
-func (p *Peer) writer(ctx context.Context, r *kafka.Reader, jobs <-chan job, free chan<- []Cmd) error {
+func (p *Peer) writer(ctx context.Context, r *fetch.Group, jobs <-chan job, free chan<- []Cmd) error {
 	for {
 		var j job
 		select {
@@ -153,7 +154,7 @@ var errFetch = errors.New("peer: the fetch stopped")
 
 // pump fetches records into out until ctx ends or a fetch fails, then
 // closes out.
-func pump(ctx context.Context, r *kafka.Reader, out chan<- kafka.Message) error {
+func pump(ctx context.Context, r *fetch.Group, out chan<- kafka.Message) error {
 	defer close(out)
 	for {
 		m, err := r.FetchMessage(ctx)
@@ -221,6 +222,9 @@ func gather(ctx context.Context, in <-chan kafka.Message, batch []kafka.Message,
 func (p *Peer) commands(batch []kafka.Message, cmds []Cmd, plan []projections.Write) ([]Cmd, []projections.Write) {
 	now := p.now()
 	for i := range batch {
+		if _, skipped := fetch.SkippedOf(batch[i]); skipped {
+			continue // transaction markers, records of aborted transactions: committed past, nothing to write
+		}
 		ev, err := events.Decode(batch[i].Value)
 		if err != nil {
 			p.metrics.Poison.Inc()

@@ -1,0 +1,291 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// GroupConfig configures a Group.
+type GroupConfig struct {
+	Brokers []string
+	// Dialer opens the connections to the group coordinator.
+	Dialer  *kafka.Dialer
+	GroupID string
+	Topics  []string
+	// Fetch configures the partition Readers. The Group owns its Transport:
+	// Close closes its connections (CloseIdleConnections).
+	Fetch Options
+	// QueueCapacity is how many messages the Readers may hold that
+	// FetchMessage has not returned yet (default 1000).
+	QueueCapacity int
+	// HeartbeatInterval, SessionTimeout and RebalanceTimeout are the
+	// group membership's (kafka-go's defaults when zero: 3 s, 30 s, 30 s).
+	HeartbeatInterval, SessionTimeout, RebalanceTimeout time.Duration
+	// Logger and ErrorLogger, when set, log the membership's and the
+	// Readers' steps and failures.
+	Logger, ErrorLogger kafka.Logger
+}
+
+// Group is a member of a consumer group that reads its partitions with
+// read_committed Readers. It gives what kafka-go's Reader gives a group
+// member, with explicit synchronous commits: kafka-go's ConsumerGroup joins
+// the group, heartbeats, and ends a generation on a rebalance (the
+// partitions are revoked: their Readers stop, and the messages they read
+// that FetchMessage has not returned yet are dropped); each generation's
+// partitions are read from the group's committed offsets, from the first
+// offset where the group committed none. CommitMessages commits through
+// the current generation. FetchMessage, CommitMessages and Close are safe
+// for concurrent use.
+type Group struct {
+	cfg     GroupConfig
+	cg      *kafka.ConsumerGroup
+	failed  error // the configuration was refused
+	msgs    chan delivery
+	errs    chan error
+	commits chan commitRequest
+	ctx     context.Context // ends at Close
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when run has returned
+	once    sync.Once
+
+	mu         sync.Mutex
+	generation int64 // counts the generations joined
+}
+
+// delivery is a message or error of a generation's Reader.
+type delivery struct {
+	generation int64
+	msg        kafka.Message
+	err        error
+}
+
+// commitRequest carries the offsets to commit (topic -> partition -> next
+// offset to read) and where to answer.
+type commitRequest struct {
+	offsets map[string]map[int]int64
+	errc    chan error
+}
+
+// joinAttempts is how many times in a row joining the group may fail before
+// FetchMessage returns the error (and again after as many more).
+const joinAttempts = 3
+
+// commitAttempts is how many times a commit is tried before CommitMessages
+// returns the error.
+const commitAttempts = 3
+
+// NewGroup joins the group in the background; FetchMessage returns what
+// the assigned partitions hold. A configuration kafka-go refuses makes
+// FetchMessage return that error.
+func NewGroup(cfg GroupConfig) *Group {
+	if cfg.QueueCapacity <= 0 {
+		cfg.QueueCapacity = 1000
+	}
+	if cfg.Fetch.Logger == nil {
+		cfg.Fetch.Logger = cfg.Logger
+	}
+	if cfg.Fetch.ErrorLogger == nil {
+		cfg.Fetch.ErrorLogger = cfg.ErrorLogger
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g := &Group{cfg: cfg, msgs: make(chan delivery, cfg.QueueCapacity), errs: make(chan error, 1),
+		commits: make(chan commitRequest), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID:                cfg.GroupID,
+		Brokers:           cfg.Brokers,
+		Dialer:            cfg.Dialer,
+		Topics:            cfg.Topics,
+		HeartbeatInterval: cfg.HeartbeatInterval,
+		SessionTimeout:    cfg.SessionTimeout,
+		RebalanceTimeout:  cfg.RebalanceTimeout,
+		StartOffset:       kafka.FirstOffset,
+		Logger:            cfg.Logger,
+		ErrorLogger:       cfg.ErrorLogger,
+	})
+	if err != nil {
+		g.failed = fmt.Errorf("consumer group %s: %w", cfg.GroupID, err)
+		close(g.done)
+		return g
+	}
+	g.cg = cg
+	go g.run()
+	return g
+}
+
+// run takes generation after generation until Close.
+func (g *Group) run() {
+	defer close(g.done)
+	failures := 0
+	for {
+		gen, err := g.cg.Next(g.ctx)
+		if err != nil {
+			if g.ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
+				return
+			}
+			failures++
+			g.cfg.Fetch.errorf("consumer group %s: joining failed: %v", g.cfg.GroupID, err)
+			if failures%joinAttempts == 0 {
+				select {
+				case g.errs <- fmt.Errorf("join consumer group %s: %w", g.cfg.GroupID, err):
+				default:
+				}
+			}
+			continue
+		}
+		failures = 0
+		g.mu.Lock()
+		g.generation++
+		n := g.generation
+		g.mu.Unlock()
+		g.cfg.Fetch.logf("consumer group %s: generation %d, member %s, assigned %v", g.cfg.GroupID, gen.ID, gen.MemberID, gen.Assignments)
+		for topic, parts := range gen.Assignments {
+			for _, a := range parts {
+				r := NewReader(g.cfg.Fetch, topic, a.ID, a.Offset)
+				gen.Start(func(ctx context.Context) { g.read(ctx, r, n) })
+			}
+		}
+		gen.Start(func(ctx context.Context) { g.commitLoop(ctx, gen) })
+	}
+}
+
+// read passes r's messages on until ctx (the generation) ends.
+func (g *Group) read(ctx context.Context, r *Reader, generation int64) {
+	for {
+		m, err := r.Next(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		select {
+		case g.msgs <- delivery{generation: generation, msg: m, err: err}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// current returns the number of the generation joined last.
+func (g *Group) current() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.generation
+}
+
+// FetchMessage returns the next message of the member's partitions: a
+// record, or a placeholder of skipped offsets (SkippedOf). Messages of
+// partitions revoked since are dropped.
+func (g *Group) FetchMessage(ctx context.Context) (kafka.Message, error) {
+	if g.failed != nil {
+		return kafka.Message{}, g.failed
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return kafka.Message{}, ctx.Err()
+		case <-g.ctx.Done():
+			return kafka.Message{}, io.EOF
+		case err := <-g.errs:
+			return kafka.Message{}, err
+		case d := <-g.msgs:
+			if d.generation < g.current() {
+				continue
+			}
+			return d.msg, d.err
+		}
+	}
+}
+
+// CommitMessages commits, for each partition of msgs, the offset after its
+// highest message (records and placeholders alike) through the current
+// generation, waiting for one when none is running.
+func (g *Group) CommitMessages(ctx context.Context, msgs ...kafka.Message) error {
+	if g.failed != nil {
+		return g.failed
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	offsets := map[string]map[int]int64{}
+	for _, m := range msgs {
+		ps := offsets[m.Topic]
+		if ps == nil {
+			ps = map[int]int64{}
+			offsets[m.Topic] = ps
+		}
+		if o, ok := ps[m.Partition]; !ok || m.Offset+1 > o {
+			ps[m.Partition] = m.Offset + 1
+		}
+	}
+	req := commitRequest{offsets: offsets, errc: make(chan error, 1)}
+	select {
+	case g.commits <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-g.ctx.Done():
+		return io.ErrClosedPipe
+	}
+	select {
+	case err := <-req.errc:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// commitLoop commits the requests through gen until ctx (the generation)
+// ends; the requests waiting then are tried with gen once more.
+func (g *Group) commitLoop(ctx context.Context, gen *kafka.Generation) {
+	for {
+		select {
+		case req := <-g.commits:
+			req.errc <- g.commit(gen, req.offsets)
+		case <-ctx.Done():
+			for {
+				select {
+				case req := <-g.commits:
+					req.errc <- g.commit(gen, req.offsets)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// commit commits offsets through gen, trying commitAttempts times with
+// backoff.
+func (g *Group) commit(gen *kafka.Generation, offsets map[string]map[int]int64) error {
+	var err error
+	for attempt := 1; attempt <= commitAttempts; attempt++ {
+		if attempt > 1 {
+			if sleep(g.ctx, backoff(attempt-1, 100*time.Millisecond, 5*time.Second)) != nil {
+				return err
+			}
+		}
+		if err = gen.CommitOffsets(offsets); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("commit offsets of group %s: %w", g.cfg.GroupID, err)
+}
+
+// Close leaves the group, stops the Readers and closes the Transport's
+// connections.
+func (g *Group) Close() error {
+	g.once.Do(func() {
+		g.cancel()
+		if g.cg != nil {
+			_ = g.cg.Close()
+		}
+		<-g.done
+		if c, ok := g.cfg.Fetch.Transport.(interface{ CloseIdleConnections() }); ok {
+			c.CloseIdleConnections()
+		}
+	})
+	return nil
+}

@@ -1,0 +1,335 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"projector/internal/kafkalag"
+)
+
+// The reader against kfake, written by a franz-go transactional producer.
+
+// cluster starts kfake with topic t of n partitions.
+func cluster(t *testing.T, n int) []string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(n), "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()
+}
+
+// producer is a franz-go client writing to t's partitions by hand; with
+// txnID, transactional.
+func producer(t *testing.T, brokers []string, txnID string) *kgo.Client {
+	t.Helper()
+	opts := []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("t"), kgo.RecordPartitioner(kgo.ManualPartitioner())}
+	if txnID != "" {
+		opts = append(opts, kgo.TransactionalID(txnID))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// produce writes values to partition p and waits for the acknowledgements.
+func produce(t *testing.T, cl *kgo.Client, p int32, values ...string) {
+	t.Helper()
+	var recs []*kgo.Record
+	for _, v := range values {
+		recs = append(recs, &kgo.Record{Partition: p, Key: []byte("k"), Value: []byte(v)})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// txn writes values to partition p in one transaction and ends it with
+// commit or abort.
+func txn(t *testing.T, cl *kgo.Client, p int32, commit bool, values ...string) {
+	t.Helper()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, cl, p, values...)
+	if err := cl.EndTransaction(context.Background(), kgo.TransactionEndTry(commit)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// options reads brokers with a Transport of its own.
+func options(t *testing.T, brokers []string) Options {
+	tr := &kafka.Transport{MetadataTTL: time.Second}
+	t.Cleanup(tr.CloseIdleConnections)
+	return Options{Addr: kafka.TCP(brokers...), Transport: tr, MaxWait: 100 * time.Millisecond, MaxBytes: 1 << 20}
+}
+
+// highWatermark is the end of t's partition p, transaction markers included.
+func highWatermark(t *testing.T, brokers []string, p int) int64 {
+	t.Helper()
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}
+	res, err := client.ListOffsets(context.Background(), &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{"t": {kafka.LastOffsetOf(p)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Topics["t"][0].LastOffset
+}
+
+// coverage checks that msgs (one partition's, in order) cover the offsets
+// from..to-1 exactly once, and returns the records' values.
+func coverage(t *testing.T, msgs []kafka.Message, from, to int64) []string {
+	t.Helper()
+	next := from
+	var values []string
+	for _, m := range msgs {
+		first, skipped := SkippedOf(m)
+		if !skipped {
+			first = m.Offset
+			values = append(values, string(m.Value))
+		}
+		if first != next || m.Offset < first {
+			t.Fatalf("message %s covers %d-%d, want it to begin at %d", describe([]kafka.Message{m}), first, m.Offset, next)
+		}
+		next = m.Offset + 1
+	}
+	if next != to {
+		t.Fatalf("messages cover offsets %d-%d, want up to %d", from, next-1, to-1)
+	}
+	return values
+}
+
+// TestReaderReadsCommittedOnly: committed transactions, records written
+// outside transactions and aborted transactions in one partition, then a
+// transaction left open: the Reader returns the committed records and the
+// others only, with placeholders covering every other offset, waits at the
+// open transaction, and goes on once it commits.
+func TestReaderReadsCommittedOnly(t *testing.T) {
+	brokers := cluster(t, 1)
+	tx, plain := producer(t, brokers, "tx"), producer(t, brokers, "")
+	txn(t, tx, 0, true, "c1", "c2")
+	produce(t, plain, 0, "p1")
+	txn(t, tx, 0, false, "a1", "a2")
+	txn(t, tx, 0, true, "c3")
+	txn(t, tx, 0, false, "a3")
+	produce(t, plain, 0, "p2")
+
+	// A transaction left open: the records after it wait.
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, tx, 0, "o1")
+	produce(t, plain, 0, "p3")
+
+	r := NewReader(options(t, brokers), "t", 0, kafka.FirstOffset)
+	ctx := context.Background()
+	var msgs []kafka.Message
+	for {
+		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		m, err := r.Next(wctx)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			break // waiting at the open transaction
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	lso := r.Offset()
+	if got, want := coverage(t, msgs, 0, lso), []string{"c1", "c2", "p1", "c3", "p2"}; !slices.Equal(got, want) {
+		t.Fatalf("before the commit: read %q, want %q", got, want)
+	}
+	for _, m := range msgs {
+		if m.HighWaterMark != lso {
+			t.Errorf("message %d: HighWaterMark %d, want the last stable offset %d", m.Offset, m.HighWaterMark, lso)
+		}
+	}
+
+	if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	end := highWatermark(t, brokers, 0)
+	for r.Offset() < end || len(r.queue) > 0 {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		m, err := r.Next(wctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("after the commit: %v", err)
+		}
+		msgs = append(msgs, m)
+	}
+	if got, want := coverage(t, msgs, 0, end), []string{"c1", "c2", "p1", "c3", "p2", "o1", "p3"}; !slices.Equal(got, want) {
+		t.Fatalf("after the commit: read %q, want %q", got, want)
+	}
+	if _, ok := SkippedOf(msgs[len(msgs)-1]); !ok {
+		t.Errorf("the log ends with a commit marker, the last message is %s", describe(msgs[len(msgs)-1:]))
+	}
+}
+
+// TestReaderWaitsPastTheEnd: an offset past the end of the partition
+// (OFFSET_OUT_OF_RANGE) is waited on without an error, and read once the
+// partition reaches it.
+func TestReaderWaitsPastTheEnd(t *testing.T) {
+	brokers := cluster(t, 1)
+	plain := producer(t, brokers, "")
+	produce(t, plain, 0, "r0", "r1", "r2", "r3")
+	r := NewReader(options(t, brokers), "t", 0, 6)
+	wctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	_, err := r.Next(wctx)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Next past the end: %v, want it to wait", err)
+	}
+	produce(t, plain, 0, "r4", "r5", "r6")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, err := r.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Offset != 6 || string(m.Value) != "r6" {
+		t.Fatalf("first message at %d %q, want r6 at 6", m.Offset, m.Value)
+	}
+}
+
+// TestGroupCommitsPastMarkers: a group member that read everything and
+// committed its last messages has lag 0, also when the log ends with a
+// commit or an abort marker.
+func TestGroupCommitsPastMarkers(t *testing.T) {
+	brokers := cluster(t, 2)
+	tx, plain := producer(t, brokers, "tx"), producer(t, brokers, "")
+	produce(t, plain, 0, "p1")
+	txn(t, tx, 0, true, "c1", "c2") // partition 0 ends with a commit marker
+	txn(t, tx, 1, true, "c3")
+	txn(t, tx, 1, false, "a1") // partition 1 with an abort marker
+
+	g := NewGroup(GroupConfig{Brokers: brokers, GroupID: "g", Topics: []string{"t"}, Fetch: options(t, brokers),
+		HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second})
+	defer g.Close()
+	ends := map[int]int64{0: highWatermark(t, brokers, 0), 1: highWatermark(t, brokers, 1)}
+	byPart := map[int][]kafka.Message{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	last := map[int]kafka.Message{}
+	for len(last) < 2 || last[0].Offset < ends[0]-1 || last[1].Offset < ends[1]-1 {
+		m, err := g.FetchMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byPart[m.Partition] = append(byPart[m.Partition], m)
+		last[m.Partition] = m
+	}
+	if got := coverage(t, byPart[0], 0, ends[0]); !slices.Equal(got, []string{"p1", "c1", "c2"}) {
+		t.Errorf("partition 0: %q", got)
+	}
+	if got := coverage(t, byPart[1], 0, ends[1]); !slices.Equal(got, []string{"c3"}) {
+		t.Errorf("partition 1: %q", got)
+	}
+	if err := g.CommitMessages(ctx, last[0], last[1]); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := kafkalag.Measure(ctx, &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}, "g", []string{"t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if p.Lag != 0 || p.Committed != ends[p.Partition] {
+			t.Errorf("partition %d: committed %d, end %d, lag %d; want committed %d, lag 0", p.Partition, p.Committed, p.End, p.Lag, ends[p.Partition])
+		}
+	}
+}
+
+// TestGroupRebalance: a second member joins; the partitions are shared
+// between the two, each new record reaches exactly one member (the one the
+// partition is assigned to now), and the new member starts at the offsets
+// the first committed. When the first leaves, the second takes everything.
+func TestGroupRebalance(t *testing.T) {
+	brokers := cluster(t, 2)
+	plain := producer(t, brokers, "")
+	produce(t, plain, 0, "a0")
+	produce(t, plain, 1, "b0")
+	cfg := GroupConfig{Brokers: brokers, GroupID: "g", Topics: []string{"t"}, Fetch: options(t, brokers),
+		HeartbeatInterval: 200 * time.Millisecond, SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	g1 := NewGroup(cfg)
+	defer g1.Close()
+	var first []kafka.Message
+	for len(first) < 2 {
+		m, err := g1.FetchMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = append(first, m)
+	}
+	if err := g1.CommitMessages(ctx, first...); err != nil {
+		t.Fatal(err)
+	}
+
+	// Both members read what comes now; each record is told by who got it.
+	g2 := NewGroup(cfg)
+	defer g2.Close()
+	var mu sync.Mutex
+	got := map[string][]string{} // value -> members
+	rctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for name, g := range map[string]*Group{"g1": g1, "g2": g2} {
+		wg.Go(func() {
+			for {
+				m, err := g.FetchMessage(rctx)
+				if rctx.Err() != nil {
+					return
+				}
+				if err != nil {
+					continue
+				}
+				if _, skipped := SkippedOf(m); skipped {
+					continue
+				}
+				mu.Lock()
+				got[string(m.Value)] = append(got[string(m.Value)], name)
+				mu.Unlock()
+				if err := g.CommitMessages(rctx, m); err != nil && rctx.Err() == nil {
+					t.Logf("%s: commit: %v", name, err)
+				}
+			}
+		})
+	}
+	// Once the rebalance is over, records go to one member each.
+	deadline := time.Now().Add(40 * time.Second)
+	i := 0
+	for ; time.Now().Before(deadline); i++ {
+		produce(t, plain, 0, fmt.Sprintf("a%d", i+1))
+		produce(t, plain, 1, fmt.Sprintf("b%d", i+1))
+		time.Sleep(300 * time.Millisecond)
+		mu.Lock()
+		a, b := got[fmt.Sprintf("a%d", i+1)], got[fmt.Sprintf("b%d", i+1)]
+		mu.Unlock()
+		if len(a) == 1 && len(b) == 1 && a[0] != b[0] {
+			break
+		}
+	}
+	stop()
+	wg.Wait()
+	if !time.Now().Before(deadline) {
+		t.Fatalf("the two members never shared the partitions: %v", got)
+	}
+	if _, again := got["a0"]; again {
+		t.Errorf("a0, committed by g1 before the rebalance, was read again: %v", got["a0"])
+	}
+	t.Logf("shared after %d rounds", i+1)
+}
