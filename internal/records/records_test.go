@@ -7,6 +7,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"projector/internal/fetch"
 	"projector/pkg/events"
 )
 
@@ -72,6 +73,30 @@ func TestSplit(t *testing.T) {
 	high := Highest(msgs)
 	if len(high) != 3 || high[TopicPartition{Topic: "a", Partition: 0}].Offset != 5 {
 		t.Errorf("Highest = %v, want a:0 at 5 among 3 partitions", high)
+	}
+}
+
+// TestSplitCountsSkippedOffsets: a placeholder of skipped offsets
+// (transaction markers, records of aborted transactions) is neither an
+// event nor poison; its partition's range covers every offset it stands
+// for, and it is the highest message of its partition when it comes last.
+func TestSplitCountsSkippedOffsets(t *testing.T) {
+	msgs := []kafka.Message{
+		fetch.Placeholder("a", 0, 10, 14, 20),
+		{Topic: "a", Partition: 0, Offset: 15, Value: click(t, "e1")},
+		fetch.Placeholder("a", 0, 16, 16, 20),
+		fetch.Placeholder("b", 2, 7, 9, 10),
+	}
+	recs, bad, ranges := Split(msgs, 1000)
+	if len(recs) != 1 || recs[0].Offset != 15 || len(bad) != 0 {
+		t.Errorf("records %+v, poison %+v; want e1 at 15 only", recs, bad)
+	}
+	want := []Range{{Topic: "a", Partition: 0, First: 10, Last: 16}, {Topic: "b", Partition: 2, First: 7, Last: 9}}
+	if fmt.Sprint(ranges) != fmt.Sprint(want) {
+		t.Errorf("ranges = %v, want %v", ranges, want)
+	}
+	if h := Highest(msgs); h[TopicPartition{Topic: "a", Partition: 0}].Offset != 16 || h[TopicPartition{Topic: "b", Partition: 2}].Offset != 9 {
+		t.Errorf("Highest = %v, want a:0 at 16 and b:2 at 9", h)
 	}
 }
 
