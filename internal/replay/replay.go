@@ -54,15 +54,16 @@ type Options struct {
 
 // Summary is what a replay did.
 type Summary struct {
-	// Events counts the offsets read, as the plan does: records, and the
-	// transaction markers and records of aborted transactions skipped.
-	Events     int64
+	Events int64 // records read
+	// Skipped counts the offsets without a record to read: transaction
+	// markers and records of aborted transactions.
+	Skipped    int64
 	ByType     map[string]int64
 	Duplicates int64
 	Poison     int64
 	Writes     int64
 	Wiped      int64
-	// Before counts the records an interrupted run applied (resumed).
+	// Before counts the offsets an interrupted run covered (resumed).
 	Before   int64
 	Duration time.Duration
 }
@@ -76,6 +77,7 @@ func (s *Summary) add(o Summary) {
 		s.ByType[t] += n
 	}
 	s.Events += o.Events
+	s.Skipped += o.Skipped
 	s.Duplicates += o.Duplicates
 	s.Poison += o.Poison
 	s.Writes += o.Writes
@@ -91,6 +93,9 @@ func (s Summary) String() string {
 	line := fmt.Sprintf("replayed %d records in %v (%.0f ev/s): applied {%s}, duplicates %d, poison %d, writes %d, keys wiped first %d",
 		s.Events, s.Duration.Round(time.Millisecond), float64(s.Events)/max(s.Duration.Seconds(), 1e-9),
 		strings.Join(types, " "), s.Duplicates, s.Poison, s.Writes, s.Wiped)
+	if s.Skipped > 0 {
+		line += fmt.Sprintf(", %d offsets of transaction markers and aborted transactions skipped", s.Skipped)
+	}
 	if s.Before > 0 {
 		line += fmt.Sprintf(", resumed after %d records applied by the interrupted run", s.Before)
 	}
@@ -229,7 +234,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 			return sum, err
 		}
 	}
-	if err := finishReplay(ctx, rdb, cfg, names, sum.Before+sum.Events); err != nil {
+	if err := finishReplay(ctx, rdb, cfg, names, sum.Before+sum.Events+sum.Skipped); err != nil {
 		return sum, err
 	}
 	sum.Duration = time.Since(start)

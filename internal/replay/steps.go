@@ -23,7 +23,8 @@ type preparer interface {
 
 // step is one batch on its way: decoded, and planned when the applier is a preparer.
 type step struct {
-	n    int // offsets read: records, and the offsets placeholders stand for (fetch.Covered)
+	n    int   // records read
+	skip int64 // offsets skipped: transaction markers, records of aborted transactions (placeholders)
 	recs []apply.Record
 	bad  int // poison records
 	rgs  []apply.Range
@@ -33,11 +34,13 @@ type step struct {
 // prepareStep decodes a batch and, when a is a preparer, plans it.
 func prepareStep(ctx context.Context, msgs []kafka.Message, maxBytes int, a batchApplier) (*step, error) {
 	recs, bad, rgs := records.Split(msgs, maxBytes)
-	n := int64(0)
+	st := &step{n: len(msgs), recs: recs, bad: len(bad), rgs: rgs}
 	for _, m := range msgs {
-		n += fetch.Covered(m)
+		if _, ok := fetch.SkippedOf(m); ok {
+			st.n--
+			st.skip += fetch.Covered(m)
+		}
 	}
-	st := &step{n: int(n), recs: recs, bad: len(bad), rgs: rgs}
 	if p, ok := a.(preparer); ok {
 		var err error
 		if st.plan, err = p.Prepare(ctx, recs, rgs); err != nil {
@@ -134,5 +137,6 @@ func (st *step) count(res apply.Result, sum *Summary, prog *progress) {
 	sum.Poison += int64(st.bad)
 	sum.Writes += res.Writes
 	sum.Events += int64(st.n)
-	prog.add(int64(st.n))
+	sum.Skipped += st.skip
+	prog.add(int64(st.n) + st.skip) // the plan counts offsets
 }
