@@ -40,9 +40,17 @@ type KafkaConfig struct {
 
 // RedisConfig holds the `redis.` keys.
 type RedisConfig struct {
-	Mode      string   `mapstructure:"mode"` // standalone or cluster
-	Addrs     []string `mapstructure:"addrs"`
-	KeyPrefix string   `mapstructure:"key_prefix"`
+	Mode string `mapstructure:"mode"` // standalone, cluster or sentinel
+	// Addrs is the server (standalone), the seed nodes (cluster) or the
+	// Sentinels (sentinel).
+	Addrs []string `mapstructure:"addrs"`
+	// Sentinel names the monitored master and the Sentinels' own
+	// credentials (sentinel mode only).
+	Sentinel SentinelConfig `mapstructure:"sentinel"`
+	// ReadFrom is master or replicas: where cmd/api sends its reads
+	// (replicas: sentinel and cluster modes only).
+	ReadFrom  string `mapstructure:"read_from"`
+	KeyPrefix string `mapstructure:"key_prefix"`
 	// Username and Password authenticate with AUTH (an ACL user, or only a
 	// password for requirepass); PasswordFile is read into Password by Load.
 	Username     string `mapstructure:"username"`
@@ -55,6 +63,27 @@ type RedisConfig struct {
 	// Wait is what a batch waits for before its offsets are committed.
 	Wait WaitConfig `mapstructure:"wait"`
 }
+
+// SentinelConfig holds the `redis.sentinel.` keys: the name of the master
+// the Sentinels of redis.addrs monitor, and the credentials of the
+// Sentinels themselves when they require AUTH (the data nodes take
+// redis.username and redis.password). PasswordFile is read into Password
+// by Load.
+type SentinelConfig struct {
+	MasterName   string `mapstructure:"master_name"`
+	Username     string `mapstructure:"username"`
+	Password     string `mapstructure:"password"`
+	PasswordFile string `mapstructure:"password_file"`
+}
+
+// Values of redis.mode and redis.read_from.
+const (
+	ModeStandalone   = "standalone"
+	ModeCluster      = "cluster"
+	ModeSentinel     = "sentinel"
+	ReadFromMaster   = "master"
+	ReadFromReplicas = "replicas"
+)
 
 // WaitConfig holds the `redis.wait.` keys: a batch's offsets are committed
 // only after its writes reached Replicas replicas (WAIT) and, with AOF, were
@@ -102,7 +131,7 @@ func Defaults() Config {
 			DLQTopic:       "shop.dlq",
 			MaxRecordBytes: 1 << 20,
 		},
-		Redis:       RedisConfig{Mode: "standalone", Wait: WaitConfig{Timeout: time.Second}},
+		Redis:       RedisConfig{Mode: ModeStandalone, ReadFrom: ReadFromMaster, Wait: WaitConfig{Timeout: time.Second}},
 		TimeZone:    "UTC",
 		Idempotency: IdempotencyConfig{Window: 24 * time.Hour},
 		Batch:       BatchConfig{MaxEvents: 20000, MaxWait: 10 * time.Millisecond},

@@ -20,7 +20,7 @@ func convenienceFlags() []flagKey {
 	return []flagKey{
 		{"brokers", "kafka.brokers", "Kafka brokers `host:port,...` (kafka.brokers; with redis.addrs also unset: embedded mode)"},
 		{"redis-addrs", "redis.addrs", "Redis addresses `host:port,...` (redis.addrs)"},
-		{"redis-mode", "redis.mode", "Redis `mode`: standalone or cluster (redis.mode)"},
+		{"redis-mode", "redis.mode", "Redis `mode`: standalone, cluster or sentinel (redis.mode)"},
 		{"group-id", "kafka.group_id", "Kafka consumer `group` (kafka.group_id)"},
 		{"topics", "kafka.topics", "input topics `topic,...` (kafka.topics)"},
 		{"dlq-topic", "kafka.dlq_topic", "dead-letter `topic` (kafka.dlq_topic)"},

@@ -51,6 +51,9 @@ func checkSecurity(c *Config) error {
 		return err
 	}
 	r.Password = pw
+	if err := checkSentinelAuth(&r.Sentinel); err != nil {
+		return err
+	}
 	if err := r.TLS.build("redis.tls"); err != nil {
 		return err
 	}
@@ -59,6 +62,20 @@ func checkSecurity(c *Config) error {
 		return err
 	}
 	return k.TLS.build("kafka.tls")
+}
+
+// checkSentinelAuth checks the Sentinels' credentials and reads their
+// password file (checkSentinel refused them outside sentinel mode).
+func checkSentinelAuth(s *SentinelConfig) error {
+	if s.Username != "" && s.Password == "" && s.PasswordFile == "" {
+		return keyErr("redis.sentinel.password", "must be set (or redis.sentinel.password_file) when redis.sentinel.username is set")
+	}
+	pw, err := resolvePassword("redis.sentinel", s.Password, s.PasswordFile)
+	if err != nil {
+		return err
+	}
+	s.Password = pw
+	return nil
 }
 
 func checkSASL(s *SASLConfig) error {

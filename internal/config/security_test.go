@@ -48,6 +48,9 @@ func TestSecurityErrors(t *testing.T) {
 		{"unreadable password file", []string{"PROJECTOR_REDIS_PASSWORD_FILE=" + missing}, "redis.password_file"},
 		{"empty password file", []string{"PROJECTOR_REDIS_PASSWORD_FILE=" + empty}, "redis.password_file"},
 		{"user without password", []string{"PROJECTOR_REDIS_USERNAME=app"}, "redis.password"},
+		{"both sentinel passwords", []string{"PROJECTOR_REDIS_MODE=sentinel", "PROJECTOR_REDIS_ADDRS=s:26379", "PROJECTOR_REDIS_SENTINEL_MASTER_NAME=m", "PROJECTOR_REDIS_SENTINEL_PASSWORD=" + secret, "PROJECTOR_REDIS_SENTINEL_PASSWORD_FILE=" + empty}, "redis.sentinel.password_file"},
+		{"unreadable sentinel password file", []string{"PROJECTOR_REDIS_MODE=sentinel", "PROJECTOR_REDIS_ADDRS=s:26379", "PROJECTOR_REDIS_SENTINEL_MASTER_NAME=m", "PROJECTOR_REDIS_SENTINEL_PASSWORD_FILE=" + missing}, "redis.sentinel.password_file"},
+		{"sentinel user without password", []string{"PROJECTOR_REDIS_MODE=sentinel", "PROJECTOR_REDIS_ADDRS=s:26379", "PROJECTOR_REDIS_SENTINEL_MASTER_NAME=m", "PROJECTOR_REDIS_SENTINEL_USERNAME=watcher"}, "redis.sentinel.password"},
 		{"ca without tls", []string{"PROJECTOR_REDIS_TLS_CA_FILE=" + cert}, "redis.tls.ca_file"},
 		{"unreadable ca", []string{"PROJECTOR_REDIS_TLS_ENABLED=true", "PROJECTOR_REDIS_TLS_CA_FILE=" + missing}, "redis.tls.ca_file"},
 		{"ca not PEM", []string{"PROJECTOR_KAFKA_TLS_ENABLED=true", "PROJECTOR_KAFKA_TLS_CA_FILE=" + notPEM}, "kafka.tls.ca_file"},
@@ -83,5 +86,25 @@ func TestTLSClientConfig(t *testing.T) {
 	}
 	if c.Kafka.TLS.Client != nil {
 		t.Fatal("kafka TLS client config built although kafka.tls.enabled is false")
+	}
+}
+
+// TestSentinelKeys: sentinel mode takes the Sentinels in redis.addrs, the
+// master name and the Sentinels' own credentials (the password from its
+// file), apart from the data nodes' credentials; read_from replicas is
+// accepted in sentinel and cluster modes.
+func TestSentinelKeys(t *testing.T) {
+	file := secretFile(t, "sentinel-pw", secret+"\n")
+	c := mustLoad(t, "", []string{"PROJECTOR_REDIS_MODE=sentinel", "PROJECTOR_REDIS_ADDRS=s1:26379,s2:26379,s3:26379",
+		"PROJECTOR_REDIS_SENTINEL_MASTER_NAME=shop", "PROJECTOR_REDIS_SENTINEL_USERNAME=watcher",
+		"PROJECTOR_REDIS_SENTINEL_PASSWORD_FILE=" + file, "PROJECTOR_REDIS_PASSWORD=data-pw", "PROJECTOR_REDIS_READ_FROM=replicas"})
+	r := c.Redis
+	if r.Mode != ModeSentinel || len(r.Addrs) != 3 || r.Sentinel.MasterName != "shop" || r.Sentinel.Username != "watcher" ||
+		r.Sentinel.Password != secret || r.Password != "data-pw" || r.ReadFrom != ReadFromReplicas {
+		t.Fatalf("sentinel keys not loaded: %+v", r)
+	}
+	c = mustLoad(t, "redis:\n  mode: cluster\n  addrs: [a:1, b:2]\n  read_from: replicas\n", nil)
+	if c.Redis.ReadFrom != ReadFromReplicas {
+		t.Fatalf("cluster read_from = %q, want replicas", c.Redis.ReadFrom)
 	}
 }

@@ -120,24 +120,58 @@ func hostPortProblem(a string, allowPortZero bool) string {
 func checkRedis(c *Config) error {
 	r := c.Redis
 	switch r.Mode {
-	case "standalone", "cluster":
+	case ModeStandalone, ModeCluster, ModeSentinel:
 	default:
-		return keyErr("redis.mode", fmt.Sprintf("must be standalone or cluster (got %q)", r.Mode))
+		return keyErr("redis.mode", fmt.Sprintf("must be standalone, cluster or sentinel (got %q)", r.Mode))
 	}
-	if r.Mode == "cluster" && c.Embedded {
-		return keyErr("redis.mode", "cluster needs redis.addrs (embedded mode runs one in-process Redis)")
+	if r.Mode != ModeStandalone && c.Embedded {
+		return keyErr("redis.mode", r.Mode+" needs redis.addrs (embedded mode runs one in-process Redis)")
 	}
 	if err := checkAddrs(keyRedisAddrs, r.Addrs); err != nil {
 		return err
 	}
-	if r.Mode == "standalone" && len(r.Addrs) > 1 {
-		return keyErr(keyRedisAddrs, fmt.Sprintf("standalone mode takes one address (got %d); set redis.mode to cluster for a Redis Cluster", len(r.Addrs)))
+	if r.Mode == ModeStandalone && len(r.Addrs) > 1 {
+		return keyErr(keyRedisAddrs, fmt.Sprintf("standalone mode takes one address (got %d); set redis.mode to cluster for a Redis Cluster, or to sentinel for Sentinels", len(r.Addrs)))
+	}
+	if err := checkSentinel(r); err != nil {
+		return err
+	}
+	switch r.ReadFrom {
+	case ReadFromMaster:
+	case ReadFromReplicas:
+		if r.Mode == ModeStandalone {
+			return keyErr("redis.read_from", "replicas needs redis.mode sentinel or cluster (a standalone address names one server)")
+		}
+	default:
+		return keyErr("redis.read_from", fmt.Sprintf("must be master or replicas (got %q)", r.ReadFrom))
 	}
 	if r.Wait.Replicas < 0 {
 		return keyErr("redis.wait.replicas", fmt.Sprintf("must be 0 (no wait) or more (got %d)", r.Wait.Replicas))
 	}
 	if strings.ContainsAny(r.KeyPrefix, "{}") {
 		return keyErr("redis.key_prefix", fmt.Sprintf("must not contain { or } (got %q): the prefix stays outside the hash tag", r.KeyPrefix))
+	}
+	return nil
+}
+
+// checkSentinel checks the redis.sentinel keys: the master name is
+// required in sentinel mode, and no key of the section may be set in the
+// other modes. Their passwords are resolved by checkSecurity.
+func checkSentinel(r RedisConfig) error {
+	s := r.Sentinel
+	if r.Mode != ModeSentinel {
+		for key, v := range map[string]string{"master_name": s.MasterName, "username": s.Username, "password": s.Password, "password_file": s.PasswordFile} {
+			if v != "" {
+				return keyErr("redis.sentinel."+key, "is set but redis.mode is "+r.Mode+", not sentinel")
+			}
+		}
+		return nil
+	}
+	switch {
+	case s.MasterName == "":
+		return keyErr("redis.sentinel.master_name", "must be set when redis.mode is sentinel (the name the Sentinels of redis.addrs monitor)")
+	case strings.IndexFunc(s.MasterName, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0:
+		return keyErr("redis.sentinel.master_name", fmt.Sprintf("must not contain spaces or control characters (got %q)", s.MasterName))
 	}
 	return nil
 }
