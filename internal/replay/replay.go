@@ -137,6 +137,14 @@ func batchOr(n, def int) int {
 func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) (Summary, error) {
 	start := time.Now()
 	sum := Summary{ByType: map[string]int64{}}
+	if named := opts.Projections; len(named) > 0 {
+		opts.Projections = projections.WithReaders(cfg.Projections, named)
+		if len(opts.Projections) > len(named) {
+			fmt.Fprintf(opts.Progress, "rebuilding %s: the writes of %s read the keys of %s\n", strings.Join(opts.Projections, ","),
+				strings.Join(slices.DeleteFunc(slices.Clone(opts.Projections), func(n string) bool { return slices.Contains(named, n) }), ","),
+				strings.Join(named, ","))
+		}
+	}
 	sel, err := selectProjections(cfg.Projections, opts.Projections)
 	if err != nil {
 		return sum, err

@@ -12,8 +12,11 @@ var lastViewedSpec = Spec{
 	Name:     "last_viewed",
 	Scope:    ScopeUser,
 	Patterns: []string{"lv:*"},
-	section:  func(c *Config) section { return &c.LastViewed },
-	defaults: func(c *Config) { c.LastViewed = LastViewedConfig{Enabled: true, Size: 10, TTL: 90 * Day} },
+	// Views at or before the user's history clear (histclr, a history key)
+	// are ignored while history is on.
+	ReadsFrom: []string{"history"},
+	section:   func(c *Config) section { return &c.LastViewed },
+	defaults:  func(c *Config) { c.LastViewed = LastViewedConfig{Enabled: true, Size: 10, TTL: 90 * Day} },
 	check: func(c *Config) *FieldError {
 		if n := c.LastViewed.Size; n < 1 {
 			return &FieldError{Field: "size", Problem: fmt.Sprintf("must be at least 1 (got %d)", n)}

@@ -55,6 +55,12 @@ type Spec struct {
 	// wildcard) matching every key it writes and no key of another
 	// projection or of the bookkeeping: the replayer wipes them.
 	Patterns []string
+	// ReadsFrom names the projections whose keys its writes read (a guard
+	// checked where the write is applied): rebuilding one of them rebuilds
+	// it too (WithReaders), since its writes decided while their keys were
+	// wiped or held by a rebuild could differ from what they decide once
+	// rebuilt.
+	ReadsFrom []string
 	// section returns its configuration section in c.
 	section func(c *Config) section
 	// defaults sets its section in c to the contract's defaults.
@@ -116,6 +122,33 @@ func EnabledNames(cfg Config) []string {
 	var out []string
 	for _, s := range registry {
 		if s.Enabled(cfg) {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// WithReaders returns names and every projection enabled in cfg whose
+// writes read the keys of one of them (Spec.ReadsFrom), in the contract's
+// order.
+func WithReaders(cfg Config, names []string) []string {
+	in := map[string]bool{}
+	for _, n := range names {
+		in[n] = true
+	}
+	for grown := true; grown; { // until no reader of a reader is added
+		grown = false
+		for _, s := range registry {
+			for _, r := range s.ReadsFrom {
+				if !in[s.Name] && in[r] && s.Enabled(cfg) {
+					in[s.Name], grown = true, true
+				}
+			}
+		}
+	}
+	var out []string
+	for _, s := range registry {
+		if in[s.Name] {
 			out = append(out, s.Name)
 		}
 	}

@@ -181,3 +181,28 @@ func TestPatternsUseOnlyStar(t *testing.T) {
 		}
 	}
 }
+
+// TestWithReaders: rebuilding history rebuilds last_viewed too (its views
+// are guarded by history's clears) while last_viewed is on; nothing else
+// reads another projection's keys.
+func TestWithReaders(t *testing.T) {
+	cfg := Defaults()
+	for _, tc := range []struct {
+		names []string
+		want  string
+	}{
+		{[]string{"history"}, "last_viewed,history"},
+		{[]string{"history", "stats"}, "last_viewed,history,stats"},
+		{[]string{"last_viewed"}, "last_viewed"},
+		{[]string{"trending", "orders"}, "orders,trending"},
+	} {
+		if got := strings.Join(WithReaders(cfg, tc.names), ","); got != tc.want {
+			t.Errorf("WithReaders(%v) = %s, want %s", tc.names, got, tc.want)
+		}
+	}
+	off := cfg
+	off.LastViewed.Enabled = false
+	if got := strings.Join(WithReaders(off, []string{"history"}), ","); got != "history" {
+		t.Errorf("WithReaders(history) with last_viewed off = %s, want history", got)
+	}
+}
