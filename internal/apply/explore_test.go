@@ -835,4 +835,3 @@ func (x *explorer) compare() {
 		x.t.Fatalf("%d differences from the model:\n%s\nsteps:\n%s", len(diffs), strings.Join(diffs[:min(len(diffs), 20)], "\n"), strings.Join(x.trace, "\n"))
 	}
 }
-
