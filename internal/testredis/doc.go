@@ -1,6 +1,7 @@
 // Package testredis runs real redis-server or valkey-server processes for
-// tests: a standalone server (StartStandalone) or a small cluster of masters
-// (StartCluster).
+// tests: a standalone server (StartStandalone), a small cluster of masters
+// (StartCluster), or a master with replicas watched by three Sentinels
+// (StartSentinel: the same binary run with --sentinel).
 //
 // Every server listens on a free 127.0.0.1 port, keeps its files in the
 // test's temporary directory and is killed by a tb.Cleanup hook, even when the

@@ -11,11 +11,15 @@ type config struct {
 	aof          bool
 	extraArgs    []string
 	readyTimeout time.Duration
+	// sentinel holds the choices of StartSentinel.
+	sentinelPassword string
+	downAfter        time.Duration
+	failoverTimeout  time.Duration
 }
 
 // defaultConfig returns the configuration used when no Option is given.
 func defaultConfig() config {
-	return config{flavor: Redis, readyTimeout: 30 * time.Second}
+	return config{flavor: Redis, readyTimeout: 30 * time.Second, downAfter: time.Second, failoverTimeout: 3 * time.Second}
 }
 
 // applyOptions folds opts into the default configuration.
@@ -59,3 +63,17 @@ func WithFlavor(f Flavor) Option {
 // WithValkey starts valkey-server 8.1 instead of redis-server:
 // WithFlavor(Valkey).
 func WithValkey() Option { return WithFlavor(Valkey) }
+
+// WithSentinelPassword makes the Sentinels of StartSentinel require AUTH
+// with password (requirepass in their configuration); their Client
+// authenticates with it. The data nodes stay without a password.
+func WithSentinelPassword(password string) Option {
+	return func(c *config) { c.sentinelPassword = password }
+}
+
+// WithSentinelTimings sets the Sentinels' down-after-milliseconds (how long
+// the master may not answer before it is taken for down; default 1s) and
+// failover-timeout (default 3s) of StartSentinel.
+func WithSentinelTimings(downAfter, failoverTimeout time.Duration) Option {
+	return func(c *config) { c.downAfter, c.failoverTimeout = downAfter, failoverTimeout }
+}

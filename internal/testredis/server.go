@@ -31,7 +31,10 @@ const stopTimeout = 15 * time.Second
 type Server struct {
 	cfg     config
 	cluster bool
-	bin     string
+	// sentinelConf is the configuration file of a Sentinel (empty for a
+	// data node): the process runs with --sentinel.
+	sentinelConf string
+	bin          string
 	version string
 	dir     string
 	logPath string
@@ -56,6 +59,14 @@ func StartStandalone(tb testing.TB, opts ...Option) *Server {
 // port"; a given port is used as is (cluster nodes have pre-checked ports).
 func startServer(tb testing.TB, cfg config, cluster bool, port int) *Server {
 	tb.Helper()
+	return startProcess(tb, cfg, cluster, port, nil)
+}
+
+// startProcess creates and starts one server, or a Sentinel when
+// sentinelConf is not nil: it writes the Sentinel's configuration file from
+// the lines sentinelConf returns for the server's directory.
+func startProcess(tb testing.TB, cfg config, cluster bool, port int, sentinelConf func(dir string) []string) *Server {
+	tb.Helper()
 	bin, err := cfg.flavor.binary()
 	if err != nil {
 		tb.Fatalf("testredis: %v", err)
@@ -70,6 +81,12 @@ func startServer(tb testing.TB, cfg config, cluster bool, port int) *Server {
 	}
 	// Registered after TempDir, so it runs before the directory is removed.
 	tb.Cleanup(s.cleanup)
+	if sentinelConf != nil {
+		s.sentinelConf = filepath.Join(dir, "sentinel.conf")
+		if err := os.WriteFile(s.sentinelConf, []byte(strings.Join(sentinelConf(dir), "\n")+"\n"), 0o644); err != nil {
+			tb.Fatalf("testredis: write %s: %v", s.sentinelConf, err)
+		}
+	}
 
 	for attempt := 1; ; attempt++ {
 		if port == 0 || attempt > 1 {
@@ -97,7 +114,11 @@ func startServer(tb testing.TB, cfg config, cluster bool, port int) *Server {
 	}
 
 	s.mu.Lock()
-	s.client = redis.NewClient(&redis.Options{Addr: s.addrLocked(), DisableIdentity: true})
+	opts := &redis.Options{Addr: s.addrLocked(), DisableIdentity: true}
+	if s.sentinelConf != "" {
+		opts.Password = cfg.sentinelPassword
+	}
+	s.client = redis.NewClient(opts)
 	s.mu.Unlock()
 	if s.version, err = serverVersion(context.Background(), s.client, cfg.flavor); err != nil {
 		tb.Fatalf("testredis: %s on %s: %v", bin, s.Addr(), err)
@@ -108,6 +129,13 @@ func startServer(tb testing.TB, cfg config, cluster bool, port int) *Server {
 // args returns the server's command line for the current port (Valkey takes
 // the same arguments as Redis).
 func (s *Server) args(port int) []string {
+	if s.sentinelConf != "" {
+		// The Sentinel rewrites its file (known replicas and Sentinels, the
+		// current master); the port is given here so a retry on another
+		// port needs no new file.
+		return append([]string{s.sentinelConf, "--sentinel", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--logfile", s.logPath, "--daemonize", "no", "--protected-mode", "no"}, s.cfg.extraArgs...)
+	}
 	a := []string{
 		"--port", strconv.Itoa(port),
 		"--bind", "127.0.0.1",
@@ -164,10 +192,15 @@ func (s *Server) launch() error {
 // its data, the process exits, or the ready timeout passes.
 func (s *Server) waitReady() error {
 	s.mu.Lock()
-	addr, done := s.addrLocked(), s.done
+	addr, done, sentinel := s.addrLocked(), s.done, s.sentinelConf != ""
 	s.mu.Unlock()
+	password := ""
+	if sentinel {
+		password = s.cfg.sentinelPassword
+	}
 	probe := redis.NewClient(&redis.Options{
 		Addr:            addr,
+		Password:        password,
 		DialTimeout:     time.Second,
 		ReadTimeout:     time.Second,
 		WriteTimeout:    time.Second,
@@ -184,7 +217,7 @@ func (s *Server) waitReady() error {
 			return errors.New("server exited during start-up")
 		default:
 		}
-		if lastErr = probeReady(probe); lastErr == nil {
+		if lastErr = probeReady(probe, sentinel); lastErr == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -194,11 +227,15 @@ func (s *Server) waitReady() error {
 	}
 }
 
-// probeReady reports nil when the server answers PING and is not loading.
-func probeReady(c *redis.Client) error {
+// probeReady reports nil when the server answers PING and is not loading
+// (a Sentinel loads no data: PING is enough).
+func probeReady(c *redis.Client, sentinel bool) error {
 	ctx := context.Background()
 	if err := c.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("ping: %w", err)
+	}
+	if sentinel {
+		return nil
 	}
 	info, err := c.Info(ctx, "persistence").Result()
 	if err != nil {
