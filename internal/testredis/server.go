@@ -35,9 +35,9 @@ type Server struct {
 	// data node): the process runs with --sentinel.
 	sentinelConf string
 	bin          string
-	version string
-	dir     string
-	logPath string
+	version      string
+	dir          string
+	logPath      string
 
 	mu     sync.Mutex
 	port   int
