@@ -139,7 +139,8 @@ type Reader struct {
 	partition int
 	offset    int64           // the next offset to read; kafka.FirstOffset or kafka.LastOffset until resolved
 	queue     []kafka.Message // read, not yet returned by Next
-	failures  int             // failed fetches in a row
+	retries   int             // fetches in a row that failed or found the offset past the end
+	failures  int             // fetches in a row that failed
 }
 
 // NewReader returns a Reader of topic's partition starting at offset, or at
@@ -151,9 +152,9 @@ func NewReader(opts Options, topic string, partition int, offset int64) *Reader 
 		topic: topic, partition: partition, offset: offset}
 }
 
-// Offset returns the next offset the Reader reads (after the messages Next
-// returned and those it holds), or kafka.FirstOffset or kafka.LastOffset
-// before it resolved that.
+// Offset returns the offset after the last one the Reader read (returned
+// by Next or held for it), or kafka.FirstOffset or kafka.LastOffset before
+// it resolved that.
 func (r *Reader) Offset() int64 { return r.offset }
 
 // Next returns the next message of the partition: a record, or a
@@ -161,25 +162,26 @@ func (r *Reader) Offset() int64 { return r.offset }
 // read it waits for more until ctx ends.
 func (r *Reader) Next(ctx context.Context) (kafka.Message, error) {
 	for len(r.queue) == 0 {
-		if r.failures > 0 {
-			if err := sleep(ctx, backoff(r.failures, r.opts.BackoffMin, r.opts.BackoffMax)); err != nil {
+		if r.retries > 0 {
+			if err := sleep(ctx, backoff(r.retries, r.opts.BackoffMin, r.opts.BackoffMax)); err != nil {
 				return kafka.Message{}, err
 			}
 		}
 		msgs, err := r.fetch(ctx)
 		if err == nil {
-			r.failures = 0
+			r.retries, r.failures = 0, 0
 			r.queue = msgs
 			continue
 		}
 		if ctx.Err() != nil {
 			return kafka.Message{}, ctx.Err()
 		}
-		r.failures++
+		r.retries++
 		if errors.Is(err, errPastEnd) {
 			r.opts.logf("%s/%d: offset %d lies past the end of the partition; waiting for it", r.topic, r.partition, r.offset)
 			continue
 		}
+		r.failures++
 		err = fmt.Errorf("read %s/%d at offset %d: %w", r.topic, r.partition, r.offset, err)
 		if r.failures >= r.opts.Attempts {
 			return kafka.Message{}, err
