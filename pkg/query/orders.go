@@ -104,7 +104,11 @@ func (r *Reader) CustomerOrders(ctx context.Context, user string, page, size int
 	for i, o := range ids {
 		docKeys[i] = r.keys.Order(user, o.ID)
 	}
-	docs, err := r.rdb.MGet(ctx, docKeys...).Result()
+	var docs []any
+	err = r.read(ctx, docKeys[0], func(c redis.Cmdable, _ bool) error {
+		docs, err = c.MGet(ctx, docKeys...).Result()
+		return err
+	})
 	if err != nil {
 		return CustomerOrders{}, fmt.Errorf("read order documents of %s: %w", user, err)
 	}

@@ -38,13 +38,21 @@ type Options struct {
 	Projections projections.Config
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Replica, when not nil, serves the reads (redis.read_from: replicas):
+	// a client whose commands go to a replica (a Sentinel failover client
+	// with ReplicaOnly), or a *redis.ClusterClient with ReadOnly, whose
+	// replica of each key's slot is asked. Snapshots are built, and reads a
+	// replica cannot answer are made, through the client New is given
+	// (replica.go). Reads then lag the master by the replication delay.
+	Replica redis.UniversalClient
 }
 
 // Reader runs the read patterns against one Redis (standalone or cluster).
 // It is safe for concurrent use.
 type Reader struct {
-	rdb  redis.UniversalClient
-	keys projections.Keys
+	rdb     redis.UniversalClient
+	replica redis.UniversalClient // nil: every read on rdb
+	keys    projections.Keys
 	loc  *time.Location
 	cfg  projections.Config
 	now  func() time.Time
@@ -52,7 +60,9 @@ type Reader struct {
 	rank *rankState
 }
 
-// New returns a Reader over rdb.
+// New returns a Reader over rdb: the master (or the masters of a Redis
+// Cluster), where snapshots are built and, without Options.Replica, every
+// read goes.
 func New(rdb redis.UniversalClient, opts Options) *Reader {
 	if opts.Location == nil {
 		opts.Location = time.UTC
@@ -60,7 +70,7 @@ func New(rdb redis.UniversalClient, opts Options) *Reader {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Reader{rdb: rdb, keys: projections.Keys{Prefix: opts.KeyPrefix}, loc: opts.Location,
+	return &Reader{rdb: rdb, replica: opts.Replica, keys: projections.Keys{Prefix: opts.KeyPrefix}, loc: opts.Location,
 		cfg: opts.Projections, now: opts.Now, rank: &rankState{last: map[Ranking]snapshot{}}}
 }
 
@@ -137,13 +147,17 @@ const (
 func (r *Reader) window(ctx context.Context, key, from string, offset, count int64) (int64, []redis.Z, error) {
 	var total *redis.IntCmd
 	var rng *redis.ZSliceCmd
-	if _, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		total = p.ZCount(ctx, key, from, "+inf")
-		if count > 0 {
-			rng = p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: key, Start: "+inf", Stop: from, ByScore: true, Rev: true,
-				Offset: offset, Count: count})
-		}
-		return nil
+	if err := r.read(ctx, key, func(c redis.Cmdable, _ bool) error {
+		rng = nil
+		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			total = p.ZCount(ctx, key, from, "+inf")
+			if count > 0 {
+				rng = p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: key, Start: "+inf", Stop: from, ByScore: true, Rev: true,
+					Offset: offset, Count: count})
+			}
+			return nil
+		})
+		return err
 	}); err != nil {
 		return 0, nil, fmt.Errorf("read %s: %w", key, err)
 	}

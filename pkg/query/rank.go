@@ -140,7 +140,15 @@ func (r *Reader) Rank(ctx context.Context, ranking Ranking, product string, arou
 		return res, nil
 	}
 	start := max(0, pos.rank-int64(around))
-	zs, err := r.rdb.ZRevRangeWithScores(ctx, s.key, start, pos.rank+int64(around)).Result()
+	var zs []redis.Z
+	err = r.read(ctx, s.key, func(c redis.Cmdable, replica bool) error {
+		var err error
+		zs, err = c.ZRevRangeWithScores(ctx, s.key, start, pos.rank+int64(around)).Result()
+		if err == nil && replica && len(zs) == 0 {
+			return errNotReplicated
+		}
+		return err
+	})
 	if err != nil {
 		return RankResult{}, fmt.Errorf("read the neighbours of %s in %s: %w", product, s.key, err)
 	}
@@ -288,24 +296,33 @@ func (r *Reader) position(ctx context.Context, s snapshot, product string, withS
 	var rankScore *redis.RankWithScoreCmd
 	var rank, card *redis.IntCmd
 	var score *redis.FloatCmd
-	cmds, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		ptr = p.Get(ctx, r.snapPointer(s.name))
-		if withScore {
-			rankScore = p.ZRevRankWithScore(ctx, s.key, product)
-		} else {
-			rank = p.ZRevRank(ctx, s.key, product)
-			score = p.ZScore(ctx, s.key, product)
+	err := r.read(ctx, s.key, func(c redis.Cmdable, replica bool) error {
+		cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			ptr = p.Get(ctx, r.snapPointer(s.name))
+			if withScore {
+				rankScore = p.ZRevRankWithScore(ctx, s.key, product)
+			} else {
+				rank = p.ZRevRank(ctx, s.key, product)
+				score = p.ZScore(ctx, s.key, product)
+			}
+			card = p.ZCard(ctx, s.key)
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
 		}
-		card = p.ZCard(ctx, s.key)
+		for _, c := range cmds {
+			if e := c.Err(); e != nil && !errors.Is(e, redis.Nil) {
+				return fmt.Errorf("%s: %w", c.Name(), e)
+			}
+		}
+		if replica && card.Val() == 0 {
+			return errNotReplicated
+		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return "", rankPos{}, fmt.Errorf("read the rank of %s in %s: %w", product, s.key, err)
-	}
-	for _, c := range cmds {
-		if e := c.Err(); e != nil && !errors.Is(e, redis.Nil) {
-			return "", rankPos{}, fmt.Errorf("read the rank of %s in %s: %s: %w", product, s.key, c.Name(), e)
-		}
 	}
 	pos := rankPos{total: card.Val()}
 	if withScore {

@@ -56,13 +56,13 @@ func (r *Reader) page(ctx context.Context, live string, spec snapSpec, snap bool
 			return RankPage{}, err
 		}
 		if !snap {
-			return r.rankPage(ctx, live, int64(req.Page-1)*int64(req.Size), req.Size)
+			return r.rankPage(ctx, live, false, int64(req.Page-1)*int64(req.Size), req.Size)
 		}
 		s, err := r.current(ctx, spec)
 		if err != nil {
 			return RankPage{}, err
 		}
-		p, err := r.rankPage(ctx, s.key, int64(req.Page-1)*int64(req.Size), req.Size)
+		p, err := r.rankPage(ctx, s.key, true, int64(req.Page-1)*int64(req.Size), req.Size)
 		p.Snapshot, p.BuiltAt = s.name+"@"+s.version, s.builtMs
 		return p, err
 	}
@@ -86,7 +86,7 @@ func (r *Reader) page(ctx context.Context, live string, spec snapSpec, snap bool
 			return RankPage{}, err
 		}
 	}
-	p, err := r.rankPage(ctx, s.key, start, req.Size)
+	p, err := r.rankPage(ctx, s.key, true, start, req.Size)
 	if err != nil {
 		return RankPage{}, err
 	}
@@ -110,13 +110,22 @@ func (r *Reader) after(ctx context.Context, s snapshot, c Cursor) (int64, error)
 	var exists *redis.IntCmd
 	var rank *redis.IntCmd
 	var score *redis.FloatCmd
-	_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		exists = p.Exists(ctx, s.key)
-		rank = p.ZRevRank(ctx, s.key, c.Member)
-		score = p.ZScore(ctx, s.key, c.Member)
+	err := r.read(ctx, s.key, func(rc redis.Cmdable, replica bool) error {
+		_, err := rc.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			exists = p.Exists(ctx, s.key)
+			rank = p.ZRevRank(ctx, s.key, c.Member)
+			score = p.ZScore(ctx, s.key, c.Member)
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		if replica && exists.Val() == 0 {
+			return errNotReplicated
+		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return 0, fmt.Errorf("read cursor position in %s: %w", s.key, err)
 	}
 	if exists.Val() == 0 {
@@ -129,14 +138,21 @@ func (r *Reader) after(ctx context.Context, s snapshot, c Cursor) (int64, error)
 }
 
 // rankPage reads size entries of the ZSET key from 0-based rank start,
-// highest score first, with the ZSET's size.
-func (r *Reader) rankPage(ctx context.Context, key string, start int64, size int) (RankPage, error) {
+// highest score first, with the ZSET's size. A snapshot (snap) that a
+// replica does not hold is read on the master.
+func (r *Reader) rankPage(ctx context.Context, key string, snap bool, start int64, size int) (RankPage, error) {
 	var card *redis.IntCmd
 	var rng *redis.ZSliceCmd
-	if _, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		card = p.ZCard(ctx, key)
-		rng = p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: key, Start: start, Stop: start + int64(size) - 1, Rev: true})
-		return nil
+	if err := r.read(ctx, key, func(c redis.Cmdable, replica bool) error {
+		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			card = p.ZCard(ctx, key)
+			rng = p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: key, Start: start, Stop: start + int64(size) - 1, Rev: true})
+			return nil
+		})
+		if err == nil && snap && replica && card.Val() == 0 {
+			return errNotReplicated
+		}
+		return err
 	}); err != nil {
 		return RankPage{}, fmt.Errorf("read %s: %w", key, err)
 	}

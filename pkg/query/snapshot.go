@@ -51,10 +51,19 @@ func (r *Reader) snapAt(name, version string) snapshot {
 	return snapshot{name: name, version: version, key: r.snapPointer(name) + ":" + version, builtMs: built}
 }
 
-// current returns the current build of spec, building it when there is none.
+// current returns the current build of spec, building it when there is none
+// (on the master: a replica without the pointer may lag it).
 func (r *Reader) current(ctx context.Context, spec snapSpec) (snapshot, error) {
 	ptr := r.snapPointer(spec.name)
-	v, err := r.rdb.Get(ctx, ptr).Result()
+	var v string
+	err := r.read(ctx, ptr, func(c redis.Cmdable, replica bool) error {
+		var err error
+		v, err = c.Get(ctx, ptr).Result()
+		if replica && errors.Is(err, redis.Nil) {
+			return errNotReplicated
+		}
+		return err
+	})
 	if err == nil {
 		return r.snapAt(spec.name, v), nil
 	}

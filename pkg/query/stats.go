@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Stats names the counters of docs/contract.md section 4.
@@ -120,7 +122,12 @@ func (r *Reader) mget(ctx context.Context, q StatsQuery, g string, series []buck
 	for _, p := range parts {
 		add(p.b.label)
 	}
-	vals, err := r.rdb.MGet(ctx, keys...).Result()
+	var vals []any
+	err := r.read(ctx, keys[0], func(c redis.Cmdable, _ bool) error {
+		var err error
+		vals, err = c.MGet(ctx, keys...).Result()
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read %d stats keys of %s: %w", len(keys), q.Stat, err)
 	}

@@ -22,8 +22,13 @@ func (r *Reader) LastViewed(ctx context.Context, user string) ([]Viewed, error) 
 		return nil, disabled("last_viewed")
 	}
 	key := r.keys.LastViewed(user)
-	zs, err := r.rdb.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: key, Start: "+inf", Stop: r.aliveFrom(c.TTL),
-		ByScore: true, Rev: true, Count: int64(c.Size)}).Result()
+	var zs []redis.Z
+	err := r.read(ctx, key, func(rc redis.Cmdable, _ bool) error {
+		var err error
+		zs, err = rc.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: key, Start: "+inf", Stop: r.aliveFrom(c.TTL),
+			ByScore: true, Rev: true, Count: int64(c.Size)}).Result()
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", key, err)
 	}
