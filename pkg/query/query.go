@@ -53,9 +53,9 @@ type Reader struct {
 	rdb     redis.UniversalClient
 	replica redis.UniversalClient // nil: every read on rdb
 	keys    projections.Keys
-	loc  *time.Location
-	cfg  projections.Config
-	now  func() time.Time
+	loc     *time.Location
+	cfg     projections.Config
+	now     func() time.Time
 	// rank holds what Rank learns once and reuses (see rank.go).
 	rank *rankState
 }

@@ -82,7 +82,7 @@ func TestReadsFromSentinelReplica(t *testing.T) {
 		t.Fatalf("history: %+v", h)
 	}
 	st := must(r.Stats(ctx, StatsQuery{Stat: "views", User: "u1", From: testNow.Truncate(24 * time.Hour),
-		To: testNow.Truncate(24 * time.Hour).AddDate(0, 0, 1), Granularity: "day"}))
+		To: testNow.Truncate(24*time.Hour).AddDate(0, 0, 1), Granularity: "day"}))
 	if st.Total != 4 {
 		t.Fatalf("stats: %+v", st)
 	}
