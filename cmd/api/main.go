@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -35,9 +36,10 @@ func main() {
 }
 
 // run is main with its inputs passed in; it returns the exit code: 0 after
-// ctx ends, 2 for bad configuration or a Redis server that evicts keys
-// (redis.allow_eviction unset), 1 when the HTTP server cannot start or Redis
-// refuses the credentials. Readiness waits for Redis and its policy check.
+// ctx ends, 2 for bad configuration, a master name no Sentinel knows or a
+// Redis server that evicts keys (redis.allow_eviction unset), 1 when the
+// HTTP server cannot start or Redis refuses the credentials. Readiness
+// waits for Redis and its policy check.
 func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("api", pflag.ContinueOnError)
 	cfg, log, code := app.Setup(fs, args, environ, stderr)
@@ -51,12 +53,18 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	}
 	rdb := app.NewReadRedis(cfg.Redis)
 	defer rdb.Close()
+	replica := app.NewReplicaRedis(cfg.Redis)
+	if replica != nil {
+		defer replica.Close()
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	ready := prometheus.NewGauge(prometheus.GaugeOpts{Name: "projector_ready", Help: "1 while the process reports ready, else 0."})
 	evictionAccepted := obs.NewEvictionPolicyAccepted()
-	reg.MustRegister(ready, evictionAccepted)
+	masterChanges := obs.NewRedisMasterChanges()
+	reg.MustRegister(ready, evictionAccepted, masterChanges)
+	app.TrackMaster(rdb, cfg.Redis, masterChanges, log.Named("redis"))
 	health := obs.NewHealth(nil)
 	health.SetReady(false, "starting")
 
@@ -65,7 +73,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	routes, mon := dashboard.New(dashboard.Options{RDB: rdb, Config: cfg, Kafka: kc,
+	routes, mon := dashboard.New(dashboard.Options{RDB: rdb, Replica: replica, Config: cfg, Kafka: kc,
 		Registry: reg, Log: log.Named("api")})
 	go mon.Run(ctx)
 	addr, err := obs.Serve(ctx, cfg.HTTP.Addr, obs.NewMux(reg, health, routes...), log.Named("http"))
@@ -74,16 +82,21 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return 1
 	}
 	fmt.Fprintf(stdout, "projector read API and dashboard on http://%s/ (API under /api/, metrics /metrics)\n", addr)
-	log.Info("read API up", zap.String("addr", addr), zap.Strings("redis", cfg.Redis.Addrs), zap.String("time_zone", cfg.TimeZone))
-	err = app.WaitRedis(ctx, log, health, app.PolicyCheck(rdb, cfg.Redis.AllowEviction, evictionAccepted, log))
+	log.Info("read API up", zap.String("addr", addr), zap.String("redis_mode", cfg.Redis.Mode), zap.Strings("redis", cfg.Redis.Addrs),
+		zap.String("read_from", cfg.Redis.ReadFrom), zap.String("time_zone", cfg.TimeZone))
+	err = app.WaitRedis(ctx, log, health, app.PolicyCheck(cfg.Redis, rdb, evictionAccepted, log))
+	var ke *config.KeyError
 	switch {
 	case app.ExitRefused(log, err):
+		return 2
+	case errors.As(err, &ke):
+		fmt.Fprintln(stderr, ke.Error())
 		return 2
 	case err != nil && ctx.Err() == nil:
 		log.Error("cannot use redis", zap.Error(err))
 		return 1
 	}
-	watchRedis(ctx, rdb, health, ready, log)
+	watchRedis(ctx, rdb, replica, health, ready, log)
 	return 0
 }
 
@@ -100,15 +113,18 @@ func kafkaClient(cfg config.Config) (*kafka.Client, error) {
 	return conn.Client(5 * time.Second), nil
 }
 
-// watchRedis keeps readiness equal to "Redis answers PING" until ctx ends.
-func watchRedis(ctx context.Context, rdb redis.UniversalClient, health *obs.Health, ready prometheus.Gauge, log *zap.Logger) {
+// watchRedis keeps readiness equal to "Redis answers PING" until ctx ends:
+// the master, or with redis.read_from replicas (replica not nil) the
+// replica reads go to, so that reads are served while the master is away.
+func watchRedis(ctx context.Context, rdb, replica redis.UniversalClient, health *obs.Health, ready prometheus.Gauge, log *zap.Logger) {
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
 	was := false
 	for {
-		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := rdb.Ping(pctx).Err()
-		cancel()
+		err := ping(ctx, rdb)
+		if err != nil && replica != nil && ping(ctx, replica) == nil {
+			err = nil
+		}
 		ok := err == nil
 		if ok {
 			health.SetReady(true, "")
@@ -127,4 +143,11 @@ func watchRedis(ctx context.Context, rdb redis.UniversalClient, health *obs.Heal
 		case <-t.C:
 		}
 	}
+}
+
+// ping sends PING through rdb, waiting at most 2 s for the answer.
+func ping(ctx context.Context, rdb redis.UniversalClient) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return rdb.Ping(ctx).Err()
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"projector/internal/app"
+	"projector/internal/config"
 	"projector/internal/obs"
 	"projector/internal/replay"
 )
@@ -23,8 +25,9 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 }
 
-// run returns the exit code: 0 done, 2 bad configuration or flags or a Redis
-// server that evicts keys (redis.allow_eviction unset), 1 refused or failed.
+// run returns the exit code: 0 done, 2 bad configuration or flags, a master
+// name no Sentinel knows or a Redis server that evicts keys
+// (redis.allow_eviction unset), 1 refused or failed.
 func run(args, environ []string, stdout, stderr io.Writer) int {
 	// First of all, so that a SIGTERM during start-up is a clean stop too.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -73,6 +76,16 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		defer stopProfile()
+	}
+	if err := app.CheckSentinels(ctx, cfg.Redis); err != nil {
+		var ke *config.KeyError
+		if errors.As(err, &ke) {
+			fmt.Fprintln(stderr, ke.Error())
+			return 2
+		}
+		log.Error("replay failed", zap.Error(err))
+		fmt.Fprintln(stderr, "replayer:", err)
+		return 1
 	}
 	sum, err := replay.Run(ctx, cfg, replay.Options{Projections: *projs, ToLatest: *to == "latest", AllowPartial: *partial, Wipe: *wipe,
 		DryRun: *dry, BatchSize: *batch, MaxRate: *maxRate, Parallel: *parallel, Progress: os.Stdout, Terminal: obs.IsTerminal(os.Stdout)}, log)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -14,6 +13,7 @@ import (
 	"projector/internal/apply"
 	"projector/internal/config"
 	"projector/internal/consumer"
+	"projector/internal/coord"
 	"projector/internal/fingerprint"
 	"projector/internal/obs"
 	"projector/internal/records"
@@ -51,6 +51,7 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 
 	rdb := NewRedis(cfg.Redis)
 	defer rdb.Close()
+	TrackMaster(rdb, cfg.Redis, m.RedisMasterChanges, log.Named("redis"))
 	planner, err := projections.NewPlanner(cfg.Projections, cfg.Location, cfg.Redis.KeyPrefix)
 	if err != nil {
 		return fmt.Errorf("build projections: %w", err)
@@ -60,7 +61,7 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 		KeyPrefix: cfg.Redis.KeyPrefix, Now: time.Now}, apply.Guards{GapCheck: true, Evidence: true, Sync: syncOf(cfg.Redis.Wait)})
 	meta := apply.NewMeta(rdb, cfg.Redis.KeyPrefix, time.Now, true)
 	// The in-process Redis of the embedded demo evicts nothing (and has no CONFIG).
-	checkPolicy := PolicyCheck(rdb, cfg.Redis.AllowEviction, m.EvictionPolicyAccepted, log)
+	checkPolicy := PolicyCheck(cfg.Redis, rdb, m.EvictionPolicyAccepted, log)
 	if err := WaitRedis(ctx, log, health, func(ctx context.Context) error {
 		if !cfg.Embedded {
 			if err := checkPolicy(ctx); err != nil {
@@ -93,8 +94,7 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 		Withdraw: func(ctx context.Context) error {
 			return fingerprint.Withdraw(ctx, rdb, cfg.Redis.KeyPrefix, records.ProcessName())
 		},
-		MetaInfo: map[string]string{"group": cfg.Kafka.GroupID, "time_zone": cfg.TimeZone,
-			"projections": strings.Join(planner.Enabled(), ",")},
+		MetaInfo: coord.Info(cfg.Kafka.GroupID, cfg.TimeZone, planner.Enabled()),
 	}, applier, meta, records.NewDLQMarks(rdb, cfg.Redis.KeyPrefix), m, health, log.Named("consumer"))
 	go consumer.MonitorLag(ctx, kc, cfg.Kafka.GroupID, c.Topics, m, log.Named("lag"))
 	err = c.Run(ctx)

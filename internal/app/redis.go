@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 // NewRedis returns the client for redis.mode and redis.addrs, authenticating
 // with redis.username and redis.password (AUTH; none when both are empty)
 // and using TLS when redis.tls.enabled is set (cfg.TLS.Client, built by
-// config.Load).
+// config.Load). In sentinel mode it is a failover client (a *redis.Client)
+// that connects to the master the Sentinels name (sentinel.go).
 //
 // go-redis does not retry on its own (MaxRetries -1): a command that fails
 // on a broken connection returns the error to projector's own retry, which
@@ -37,7 +39,10 @@ func NewReadRedis(cfg config.RedisConfig) redis.UniversalClient {
 
 // newRedis builds the client with go-redis's MaxRetries retries (0: its default).
 func newRedis(cfg config.RedisConfig, retries int) redis.UniversalClient {
-	if cfg.Mode == "cluster" {
+	if cfg.Mode == config.ModeSentinel {
+		return newFailover(cfg, retries)
+	}
+	if cfg.Mode == config.ModeCluster {
 		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.Addrs, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
 			Username: cfg.Username, Password: cfg.Password, TLSConfig: cloneTLS(cfg.TLS.Client), MaxRetries: retries})
 	}
@@ -69,23 +74,43 @@ func authError(err error) bool {
 // redisSetupError explains a permanent Redis error in one line naming the
 // keys to check (never their values).
 func redisSetupError(err error) error {
+	var sa *sentinelAuthError
+	if errors.As(err, &sa) {
+		return sa
+	}
 	if authError(err) {
 		return fmt.Errorf("redis refused the credentials (check redis.username and redis.password, PROJECTOR_REDIS_PASSWORD or redis.password_file): %w", err)
 	}
 	return fmt.Errorf("redis TLS handshake failed (check redis.tls.* and that the address is the server's TLS port): %w", err)
 }
 
-// PolicyCheck returns a start-up step for WaitRedis: it runs
-// redischeck.Check on rdb until the check has an answer, then does nothing.
-// An evicting maxmemory-policy is a *redischeck.EvictionError unless allow
-// (redis.allow_eviction); accepted sets the gauge accepted to 1.
-func PolicyCheck(rdb redis.UniversalClient, allow bool, accepted prometheus.Gauge, log *zap.Logger) func(context.Context) error {
+// PolicyCheck returns a start-up step for WaitRedis: in sentinel mode it
+// first asks the Sentinels for the master (a name none of them knows is a
+// *config.KeyError: exit code 2); then it runs redischeck on rdb (in
+// sentinel mode also on the replicas the Sentinels list, any of which may
+// be promoted) until the check has an answer, then does nothing. An
+// evicting maxmemory-policy is a *redischeck.EvictionError unless
+// redis.allow_eviction; accepted sets the gauge accepted to 1.
+func PolicyCheck(cfg config.RedisConfig, rdb redis.UniversalClient, accepted prometheus.Gauge, log *zap.Logger) func(context.Context) error {
 	done := false
 	return func(ctx context.Context) error {
 		if done {
 			return nil
 		}
-		ok, err := redischeck.Check(ctx, rdb, allow, log)
+		var replicas []*redis.Client
+		if cfg.Mode == config.ModeSentinel {
+			top, err := lookupMaster(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			for _, a := range top.Replicas {
+				c := redis.NewClient(&redis.Options{Addr: a, Username: cfg.Username, Password: cfg.Password, TLSConfig: cloneTLS(cfg.TLS.Client),
+					DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, MaxRetries: -1, DisableIdentity: true})
+				defer c.Close()
+				replicas = append(replicas, c)
+			}
+		}
+		ok, err := redischeck.CheckWith(ctx, rdb, replicas, cfg.AllowEviction, log)
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 
 	"projector/internal/apply"
 	"projector/internal/config"
+	"projector/internal/redischeck"
 )
 
 // syncOf is the applier's wait for the redis.wait keys.
@@ -30,7 +31,7 @@ func checkWait(ctx context.Context, rdb redis.UniversalClient, w config.WaitConf
 		return nil
 	}
 	one := func(ctx context.Context, c *redis.Client) error {
-		addr := c.Options().Addr
+		addr := redischeck.Addr(ctx, c)
 		if w.AOF {
 			if err := c.Do(ctx, "WAITAOF", 1, 0, 1).Err(); err != nil {
 				if redisError(err) {

@@ -29,6 +29,10 @@ var web embed.FS
 type Options struct {
 	// RDB is the projections' Redis.
 	RDB redis.UniversalClient
+	// Replica, when not nil, is where the read API reads projections from
+	// (query.Options.Replica: redis.read_from replicas); the consumers'
+	// status is read from RDB.
+	Replica redis.UniversalClient
 	// Config supplies redis.key_prefix, time_zone, projections.* and the
 	// Kafka group and topics whose lag is shown.
 	Config config.Config
@@ -49,7 +53,7 @@ func New(opts Options) ([]obs.Route, *status.Monitor) {
 	}
 	cfg := opts.Config
 	reader := query.New(opts.RDB, query.Options{KeyPrefix: cfg.Redis.KeyPrefix, Location: cfg.Location,
-		Projections: cfg.Projections, Now: opts.Now})
+		Projections: cfg.Projections, Now: opts.Now, Replica: opts.Replica})
 	mon := status.New(status.Options{RDB: opts.RDB, KeyPrefix: cfg.Redis.KeyPrefix, Kafka: opts.Kafka,
 		Group: cfg.Kafka.GroupID, Topics: cfg.Kafka.Topics, Now: opts.Now})
 	h := api.New(api.Options{Reader: reader, Status: mon, Location: cfg.Location, Now: opts.Now,

@@ -99,6 +99,10 @@ type Metrics struct {
 	// evicts keys and redis.allow_eviction accepted it, else 0:
 	// projector_redis_eviction_policy_accepted.
 	EvictionPolicyAccepted prometheus.Gauge
+	// RedisMasterChanges counts the times the Sentinels named another
+	// master than the one the process wrote to (redis.mode sentinel: a
+	// failover, planned or not): projector_redis_master_changes_total.
+	RedisMasterChanges prometheus.Counter
 	// Ready is 1 while the process reports ready, else 0: projector_ready.
 	// Health keeps it in sync; set it through Health, not directly.
 	Ready prometheus.Gauge
@@ -196,6 +200,7 @@ func NewMetrics() *Metrics {
 			Help: "Records read again from Kafka and applied again after Redis went back in time.",
 		}),
 		EvictionPolicyAccepted: NewEvictionPolicyAccepted(),
+		RedisMasterChanges:     NewRedisMasterChanges(),
 		Ready: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "projector_ready",
 			Help: "1 while the process is ready, else 0.",
@@ -215,7 +220,7 @@ func NewMetrics() *Metrics {
 		m.Events, m.Duplicates, m.DeadLettered, m.BatchDuration, m.BatchEvents,
 		m.RedisErrors, m.RedisRetries, m.KafkaFetchErrors, m.Commits, m.KafkaCommitErrors, m.DeadLetterErrors, m.ConsumerLag,
 		m.LastAppliedEventTimestamp, m.RedisDataLost, m.RedisRollbacks, m.RollbackRecords, m.RollbackReapplied,
-		m.EvictionPolicyAccepted, m.Ready, m.KeysWritten,
+		m.EvictionPolicyAccepted, m.RedisMasterChanges, m.Ready, m.KeysWritten,
 		m.ScriptCalls,
 	)
 	return m
@@ -228,5 +233,15 @@ func NewEvictionPolicyAccepted() prometheus.Gauge {
 	return prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "projector_redis_eviction_policy_accepted",
 		Help: "1 when a Redis server's maxmemory-policy evicts keys and redis.allow_eviction accepted it, else 0.",
+	})
+}
+
+// NewRedisMasterChanges returns the counter
+// projector_redis_master_changes_total (the consumer's and the read API's):
+// the masters the Sentinels named after the first one (redis.mode sentinel).
+func NewRedisMasterChanges() prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "projector_redis_master_changes_total",
+		Help: "Times the Sentinels named another Redis master than before (a failover, planned or not); redis.mode sentinel only.",
 	})
 }

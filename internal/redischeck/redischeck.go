@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -65,9 +66,22 @@ func Evicts(policy string) bool {
 // one warning line and does not stop the start. Any other error (Redis
 // unreachable, still loading) is returned wrapped, for the caller to retry.
 func Check(ctx context.Context, rdb redis.UniversalClient, allow bool, log *zap.Logger) (accepted bool, err error) {
+	return CheckWith(ctx, rdb, nil, allow, log)
+}
+
+// CheckWith is Check over rdb's servers and the servers of others: the
+// replicas of a master behind Redis Sentinel, any of which may be promoted.
+// A server of others that does not answer is left out (a replica that is
+// down does not hold up the start).
+func CheckWith(ctx context.Context, rdb redis.UniversalClient, others []*redis.Client, allow bool, log *zap.Logger) (accepted bool, err error) {
 	found, err := policies(ctx, rdb)
 	if err != nil {
 		return false, err
+	}
+	for _, c := range others {
+		if r, err := policyOf(ctx, c); err == nil {
+			found = append(found, r)
+		}
 	}
 	var evicting []Server
 	var unchecked []string
@@ -138,7 +152,7 @@ func policies(ctx context.Context, rdb redis.UniversalClient) ([]result, error) 
 
 // policyOf reads one server's policy.
 func policyOf(ctx context.Context, c *redis.Client) (result, error) {
-	addr := c.Options().Addr
+	addr := Addr(ctx, c)
 	m, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
 	if refused(err) {
 		return result{Server: Server{Addr: addr}, refused: err.Error()}, nil
@@ -174,4 +188,25 @@ func refused(err error) bool {
 // maxmemory raised.
 func OutOfMemory(err error) bool {
 	return err != nil && (redis.IsOOMError(err) || strings.Contains(err.Error(), "OOM command not allowed"))
+}
+
+// Addr names the server behind c: the address of its options or, for a
+// Sentinel failover client (whose options name no server), the address the
+// server itself gives the connection (CLIENT INFO laddr), or the name in
+// the options when it gives none.
+func Addr(ctx context.Context, c *redis.Client) string {
+	addr := c.Options().Addr
+	if _, _, err := net.SplitHostPort(addr); err == nil {
+		return addr
+	}
+	info, err := c.Do(ctx, "CLIENT", "INFO").Text()
+	if err != nil {
+		return addr
+	}
+	for _, f := range strings.Fields(info) {
+		if v, ok := strings.CutPrefix(f, "laddr="); ok && v != "" {
+			return v
+		}
+	}
+	return addr
 }
