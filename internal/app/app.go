@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -14,6 +13,7 @@ import (
 	"projector/internal/apply"
 	"projector/internal/config"
 	"projector/internal/consumer"
+	"projector/internal/coord"
 	"projector/internal/fingerprint"
 	"projector/internal/obs"
 	"projector/internal/records"
@@ -94,8 +94,7 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 		Withdraw: func(ctx context.Context) error {
 			return fingerprint.Withdraw(ctx, rdb, cfg.Redis.KeyPrefix, records.ProcessName())
 		},
-		MetaInfo: map[string]string{"group": cfg.Kafka.GroupID, "time_zone": cfg.TimeZone,
-			"projections": strings.Join(planner.Enabled(), ",")},
+		MetaInfo: coord.Info(cfg.Kafka.GroupID, cfg.TimeZone, planner.Enabled()),
 	}, applier, meta, records.NewDLQMarks(rdb, cfg.Redis.KeyPrefix), m, health, log.Named("consumer"))
 	go consumer.MonitorLag(ctx, kc, cfg.Kafka.GroupID, c.Topics, m, log.Named("lag"))
 	err = c.Run(ctx)

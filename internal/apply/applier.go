@@ -23,6 +23,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"projector/internal/coord"
 	"projector/internal/records"
 	"projector/pkg/projections"
 )
@@ -94,12 +95,13 @@ type Applier struct {
 	guards Guards
 	nodes  masterWatermarks // each master's own watermarks (GapCheck, Evidence)
 	seal   *script
+	meta   *coord.Meta
 }
 
 // New returns an Applier writing through rdb.
 func New(rdb redis.UniversalClient, planner *projections.Planner, opts Options, g Guards) *Applier {
 	keys := projections.Keys{Prefix: opts.KeyPrefix}
-	return &Applier{core: newCore(rdb, planner, opts, nil), guards: g,
+	return &Applier{core: newCore(rdb, planner, opts, nil), guards: g, meta: coord.New(rdb, opts.KeyPrefix, opts.Now),
 		nodes: masterWatermarks{rdb: rdb, keys: keys, on: g.Evidence}, seal: sealScript()}
 }
 
@@ -181,31 +183,25 @@ func (a *Applier) globalGuard() globalGuard {
 func (a *Applier) readState(ctx context.Context, b *batch) error {
 	pipe := a.rdb.Pipeline()
 	wmCmd := pipe.HGetAll(ctx, a.keys.Watermarks())
-	metaCmd := pipe.HGetAll(ctx, a.keys.Meta())
-	var leaseCmd *redis.IntCmd
+	var state func() (coord.State, bool, error)
 	if !a.guards.IgnoreMeta {
-		leaseCmd = pipe.Exists(ctx, a.keys.Lease())
+		state = a.meta.Queue(ctx, pipe)
 	}
 	_, _ = pipe.Exec(ctx)
 	var err error
 	if b.wms, err = wmCmd.Result(); err != nil {
 		return fmt.Errorf("read watermarks: %w", err)
 	}
-	meta, err := metaCmd.Result()
-	if err != nil {
-		return fmt.Errorf("read %s: %w", a.keys.Meta(), err)
-	}
 	if a.guards.IgnoreMeta {
 		return nil
 	}
-	var status string
-	status, b.held, b.heldRaw = parseMeta(meta)
-	lease, err := leaseCmd.Result()
+	st, lease, err := state()
 	if err != nil {
-		return fmt.Errorf("read %s: %w", a.keys.Lease(), err)
+		return err
 	}
-	if effective(status, lease > 0) != StatusReady {
-		return &NotReadyError{Status: status}
+	b.held, b.heldRaw = st.Holds, st.HoldsRaw
+	if coord.Effective(st.Status, lease) != coord.StatusReady {
+		return &NotReadyError{Status: st.Status}
 	}
 	return nil
 }

@@ -374,7 +374,7 @@ elseif mode == MODE_GLOBAL or mode == MODE_GLOBAL_GAPS then
     local holds = {}
     local nholds = 0
     for j = 1, #meta, 2 do
-      if meta[j] == 'status' then
+      if meta[j] == FIELD_STATUS then
         status = meta[j + 1]
       elseif string.sub(meta[j], 1, #HOLD_PREFIX) == HOLD_PREFIX then
         holds[meta[j]] = meta[j + 1]

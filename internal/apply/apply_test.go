@@ -44,7 +44,7 @@ func guardedApplier(t *testing.T, rdb redis.UniversalClient, cfg projections.Con
 	if err := a.LoadScript(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := testMeta(rdb).InitMeta(context.Background(), nil); err != nil {
+	if _, err := testMeta(rdb).Init(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	return a

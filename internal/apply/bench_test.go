@@ -92,7 +92,7 @@ func BenchmarkApply(b *testing.B) {
 			if err := a.LoadScript(ctx); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := NewMeta(srv.Client(), "", time.Now, false).InitMeta(ctx, nil); err != nil {
+			if _, err := NewMeta(srv.Client(), "", time.Now, false).Init(ctx, nil); err != nil {
 				b.Fatal(err)
 			}
 			recs := benchLog(b, b.N, bc.users, now)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"projector/internal/coord"
 	"projector/pkg/projections"
 )
 
@@ -88,7 +89,7 @@ type batch struct {
 	wms map[string]string
 	// held are the holds the batch is planned with, heldRaw their meta
 	// fields as (field, value) pairs (none: nil).
-	held    holds
+	held    coord.Holds
 	heldRaw []string
 	// groups holds the records still to apply per user (the user phase
 	// shrinks it), order the users by their first record, and all every

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"pgregory.net/rapid"
 
+	"projector/internal/coord"
 	"projector/internal/gen"
 	"projector/internal/refmodel"
 	"projector/internal/testredis"
@@ -104,7 +105,9 @@ type xrebuild struct {
 	since  int  // the step its sync or pause token was set at
 	wiped  bool // chase: keys wiped, chasing
 	paused bool
+	token  string           // chase: the pause token
 	cut    map[string]int64 // hold: the cut, once set
+	lease  *coord.Lease
 }
 
 // explorer is the state machine: the real Redis and appliers, and the
@@ -115,6 +118,7 @@ type explorer struct {
 	rdb       redis.UniversalClient
 	now       time.Time
 	planner   *projections.Planner
+	coord     *coord.Meta
 	log       [xParts][]xrec
 	produced  []gen.Record // in production order, for the model
 	committed [xParts]int64
@@ -146,7 +150,7 @@ func newExplorer(t *rapid.T, rdb redis.UniversalClient) *explorer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := &explorer{t: t, ctx: ctx, rdb: rdb, now: now, planner: p}
+	x := &explorer{t: t, ctx: ctx, rdb: rdb, now: now, planner: p, coord: coord.New(rdb, "", time.Now)}
 	opts := Options{Window: 24 * time.Hour, Location: time.UTC, Now: func() time.Time { return now }}
 	for i := range x.cons {
 		a := New(rdb, p, opts, Guards{GapCheck: true, Evidence: true})
@@ -156,7 +160,7 @@ func newExplorer(t *rapid.T, rdb redis.UniversalClient) *explorer {
 		x.cons[i] = &xconsumer{a: a}
 	}
 	x.cons[0].held = [xParts]bool{true, true}
-	if _, err := NewMeta(rdb, "", opts.Now, true).InitMeta(ctx, nil); err != nil {
+	if _, err := NewMeta(rdb, "", opts.Now, true).Init(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	return x
@@ -572,15 +576,9 @@ func (x *explorer) del(patterns ...string) {
 	}
 }
 
-// meta sets fields of px:meta:{g}.
-func (x *explorer) meta(vals ...any) {
-	if err := x.rdb.HSet(x.ctx, "px:meta:{g}", vals...).Err(); err != nil {
-		x.t.Fatal(err)
-	}
-}
-
 // RebuildStart begins a rebuild of per-user projections (chase) or of
-// global ones (hold): the holds, a sync token, the replayer's lease.
+// global ones (hold) through the protocol's transitions (coord): the
+// replayer's lease, then the holds (and a sync token for a chase).
 func (x *explorer) RebuildStart(t *rapid.T) {
 	if x.rb != nil {
 		t.Skip("a rebuild runs")
@@ -590,15 +588,19 @@ func (x *explorer) RebuildStart(t *rapid.T) {
 	rb := &xrebuild{names: names, id: "T" + strconv.Itoa(x.step), since: x.step}
 	s, _ := projections.Lookup(names[0])
 	rb.global = s.Rebuild() == projections.RebuildHold
-	fields := []any{RebuildField, strings.Join(names, ",")}
-	if !rb.global {
-		fields = append(fields, SyncField, rb.id)
+	var err error
+	if rb.lease, err = x.coord.AcquireLease(x.ctx, "explorer", time.Minute); err != nil {
+		t.Fatal(err)
 	}
-	for _, n := range names {
-		fields = append(fields, HoldField(n), HoldAll)
+	if rb.global {
+		err = x.coord.HoldAllOf(x.ctx, names)
+	} else {
+		var st coord.Start
+		if st, err = x.coord.StartRebuild(x.ctx, names, rb.id, "S"+rb.id); err == nil && !st.Started {
+			err = fmt.Errorf("start refused: %+v", st)
+		}
 	}
-	x.meta(fields...)
-	if err := x.rdb.Set(x.ctx, "px:lease:{g}", "replayer", 0).Err(); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 	x.note("rebuild of %v starts: holds", names)
@@ -626,24 +628,14 @@ func (x *explorer) RebuildWipe(t *rapid.T) {
 	x.note("rebuild wipes")
 	x.del(append(rb.patterns(), "px:rwm:*")...)
 	rb.wiped = true
+	var err error
 	if rb.global {
-		wms, err := x.rdb.HGetAll(x.ctx, "px:wm:{g}").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		rb.cut = map[string]int64{}
-		for p := range xParts {
-			f := xTopic + ":" + strconv.Itoa(p)
-			rb.cut[f] = -1
-			if v, err := strconv.ParseInt(wms[f], 10, 64); err == nil {
-				rb.cut[f] = v
-			}
-		}
-		var fields []any
-		for _, n := range rb.names {
-			fields = append(fields, HoldField(n), HoldUpTo(rb.cut))
-		}
-		x.meta(fields...)
+		rb.cut, err = x.coord.CutHolds(x.ctx, rb.names, []string{xTopic + ":0", xTopic + ":1"})
+	} else {
+		err = x.coord.MarkWiped(x.ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -747,7 +739,10 @@ func (x *explorer) RebuildPause(t *rapid.T) {
 		t.Skip("no chase to pause")
 	}
 	x.note("rebuild pauses the consumers")
-	x.meta("status", StatusPaused, PauseField, "P"+strconv.Itoa(x.step))
+	rb.token = "P" + strconv.Itoa(x.step)
+	if refused, err := x.coord.Pause(x.ctx, rb.token, rb.names); err != nil || refused != "" {
+		t.Fatalf("pause: %v (status %q)", err, refused)
+	}
 	rb.paused, rb.since = true, x.step
 }
 
@@ -766,20 +761,23 @@ func (x *explorer) RebuildEnd(t *rapid.T) {
 	x.note("rebuild ends (handover or release)")
 	if rb.global {
 		x.replayUpTo(t, x.upTo(), RebuildAll)
+		if ok, err := x.coord.ReleaseHolds(x.ctx, rb.names, rb.cut); err != nil || !ok {
+			t.Fatalf("release the holds: %v (released %v)", err, ok)
+		}
 	} else {
+		wms, err := x.rdb.HGetAll(x.ctx, "px:wm:{g}").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
 		to := x.upTo()
 		x.replayUpTo(t, to, RebuildAll)
 		x.replayUpTo(t, to, RebuildMarked)
+		if got, err := x.coord.HandBack(x.ctx, rb.token, rb.lease, wms, rb.names); err != nil || got != coord.HandedBack {
+			t.Fatalf("hand back: %v (%v)", err, got)
+		}
 	}
-	fields := []string{RebuildField, SyncField, PauseField}
-	for _, n := range rb.names {
-		fields = append(fields, HoldField(n))
-	}
-	if err := x.rdb.HDel(x.ctx, "px:meta:{g}", fields...).Err(); err != nil {
-		t.Fatal(err)
-	}
-	x.meta("status", StatusReady)
-	x.del("px:rwm:*", "px:lease:{g}")
+	rb.lease.Release(x.ctx)
+	x.del("px:rwm:*")
 	x.rb = nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"projector/internal/coord"
 	"projector/internal/records"
 	"projector/pkg/projections"
 )
@@ -100,7 +101,7 @@ func advance(rs []Range, hits []hit) ([]Range, error) {
 
 // globalWrites coalesces the global writes of the records of done inside
 // the ranges rs, leaving out the held ones.
-func globalWrites(done []*item, rs []Range, held holds) []projections.Write {
+func globalWrites(done []*item, rs []Range, held coord.Holds) []projections.Write {
 	total := 0
 	for _, it := range done {
 		total += len(it.global)
@@ -119,7 +120,7 @@ func globalWrites(done []*item, rs []Range, held holds) []projections.Write {
 		}
 		tp := r.TP().String()
 		for i := range it.global {
-			if !held.skip(&it.global[i], tp, r.Offset) {
+			if !held.Skip(&it.global[i], tp, r.Offset) {
 				co.add(&it.global[i])
 			}
 		}

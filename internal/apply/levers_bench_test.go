@@ -150,7 +150,7 @@ func runLever(b *testing.B, l lever, batch, rate, users int) {
 	if err := a.LoadScript(ctx); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := NewMeta(rdb, "", time.Now, false).InitMeta(ctx, nil); err != nil {
+	if _, err := NewMeta(rdb, "", time.Now, false).Init(ctx, nil); err != nil {
 		b.Fatal(err)
 	}
 	warm := 0 // events applied before the measured ones (APPLY_LEVER_WARM): a server in steady state

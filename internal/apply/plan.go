@@ -78,7 +78,7 @@ func (c *core) plan(b *batch, skip map[string]string) (release func()) {
 		buf = c.planner.Plan(r.Event, now, buf)
 		it.user, it.global = c.split(buf[n:len(buf):len(buf)], &scratch)
 		if len(b.held) > 0 {
-			it.user = b.held.keep(it.user, r.TP().String(), r.Offset)
+			it.user = b.held.Keep(it.user, r.TP().String(), r.Offset)
 		}
 		if _, ok := b.groups[r.Event.UserID]; !ok {
 			b.order = append(b.order, r.Event.UserID)

@@ -137,7 +137,7 @@ func TestCommitAfterRollbackPlansAgain(t *testing.T) {
 			if err := rdb.FlushAll(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := testMeta(rdb).InitMeta(ctx, nil); err != nil {
+			if _, err := testMeta(rdb).Init(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 		} else if p, _ = a.Prepare(ctx, recs, rng); p == nil {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"projector/internal/coord"
 	"projector/pkg/projections"
 )
 
@@ -107,8 +108,9 @@ var kindArgs = [lastKind + 1]int{projections.IncrBy: 3, projections.ZIncrBy: 6, 
 	projections.SetMax: 4, projections.ZRemUpTo: 4, projections.ZRemMemberUpTo: 4, projections.ZRemPrefixUpTo: 5, projections.SAdd: 4}
 
 // luaHeader declares the protocol's values as Lua locals: the modes, the
-// write kinds, the reply codes, and the meta hash's status values and hold
-// field prefix that the global mode reads.
+// write kinds, the reply codes, and the meta hash's status field, status
+// values and hold field prefix (declared by internal/coord) that the global
+// mode reads.
 func luaHeader() string {
 	var b strings.Builder
 	b.WriteString("-- the protocol, declared by internal/apply/protocol.go\n")
@@ -121,7 +123,8 @@ func luaHeader() string {
 	for _, r := range replyCodes {
 		fmt.Fprintf(&b, "local %s = %d\n", r.lua, r.code)
 	}
-	fmt.Fprintf(&b, "local STATUS_READY = %q\nlocal STATUS_PAUSED = %q\nlocal HOLD_PREFIX = %q\n", StatusReady, StatusPaused, holdPrefix)
+	fmt.Fprintf(&b, "local FIELD_STATUS = %q\nlocal STATUS_READY = %q\nlocal STATUS_PAUSED = %q\nlocal HOLD_PREFIX = %q\n",
+		coord.FieldStatus, coord.StatusReady, coord.StatusPaused, coord.HoldPrefix)
 	return b.String()
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"projector/internal/coord"
 	"projector/internal/testredis"
 	"projector/pkg/events"
 	"projector/pkg/projections"
@@ -135,7 +136,7 @@ func TestRebuildModes(t *testing.T) {
 // writes out, and a pause stops it only while the replayer's lease stands.
 func TestHoldLeavesUserWritesOut(t *testing.T) {
 	ctx, rdb, a, ts, day := consumerFixture(t)
-	rdb.HSet(ctx, "px:meta:{g}", HoldField("last_viewed"), HoldAll)
+	rdb.HSet(ctx, "px:meta:{g}", coord.HoldField("last_viewed"), coord.HoldAll)
 	recs, ranges := batchAt(0, view("e1", "u1", "p1", ts))
 	if _, err := a.Apply(ctx, recs, ranges); err != nil {
 		t.Fatal(err)
@@ -146,7 +147,7 @@ func TestHoldLeavesUserWritesOut(t *testing.T) {
 	if got := mustGet(t, rdb, "st:{u:u1}:views:"+day); got != "1" {
 		t.Errorf("stats (not held) views %s, want 1", got)
 	}
-	rdb.HSet(ctx, "px:meta:{g}", "status", StatusPaused, PauseField, "tok")
+	rdb.HSet(ctx, "px:meta:{g}", "status", coord.StatusPaused, coord.FieldPause, "tok")
 	rdb.Set(ctx, "px:lease:{g}", "replayer", time.Minute)
 	recs, ranges = batchAt(1, view("e2", "u1", "p2", ts))
 	var nr *NotReadyError

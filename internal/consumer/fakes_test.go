@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"projector/internal/apply"
+	"projector/internal/coord"
 	"projector/internal/obs"
 	"projector/internal/records"
 	"projector/pkg/events"
@@ -211,7 +212,7 @@ type fakeMeta struct {
 	created int
 }
 
-func (f *fakeMeta) MetaStatus(context.Context) (string, error) {
+func (f *fakeMeta) Status(context.Context) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.status, nil
@@ -223,13 +224,13 @@ func (f *fakeMeta) setStatus(s string) {
 	f.status = s
 }
 
-func (f *fakeMeta) PauseToken(context.Context) (string, error) { return "", nil }
+func (f *fakeMeta) Token(context.Context) (string, error) { return "", nil }
 
-func (f *fakeMeta) InitMeta(context.Context, map[string]string) (bool, error) {
+func (f *fakeMeta) Init(context.Context, map[string]string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.created++
-	f.status = apply.StatusReady
+	f.status = coord.StatusReady
 	return true, nil
 }
 
@@ -262,7 +263,7 @@ func newRig(t *testing.T) *rig {
 	j := &journal{}
 	r := &rig{j: j, commits: &fakeCommitter{j: j, committed: map[records.TopicPartition]int64{}},
 		dlq: &fakeWriter{j: j}, applier: &fakeApplier{j: j, origins: map[string]string{}},
-		meta: &fakeMeta{status: apply.StatusReady}, m: obs.NewMetrics(), committed: map[records.TopicPartition]int64{}}
+		meta: &fakeMeta{status: coord.StatusReady}, m: obs.NewMetrics(), committed: map[records.TopicPartition]int64{}}
 	r.h = obs.NewHealth(r.m)
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})

@@ -30,7 +30,7 @@ func (p *pausing) acked() string {
 // The token is read first: the batch in flight, if any, may have been
 // planned before it was set, so the acknowledgement waits for its end.
 func (c *Consumer) ackPause(ctx context.Context) bool {
-	tok, err := c.meta.PauseToken(ctx)
+	tok, err := c.meta.Token(ctx)
 	if err != nil || tok == "" || tok == c.pause.acked() {
 		return false
 	}

@@ -10,13 +10,14 @@ import (
 	"go.uber.org/zap"
 
 	"projector/internal/apply"
+	"projector/internal/coord"
 )
 
 // Meta is the part of the applier that reads and creates px:meta:{g}.
 type Meta interface {
-	MetaStatus(ctx context.Context) (string, error)
-	PauseToken(ctx context.Context) (string, error)
-	InitMeta(ctx context.Context, info map[string]string) (bool, error)
+	Status(ctx context.Context) (string, error)
+	Token(ctx context.Context) (string, error)
+	Init(ctx context.Context, info map[string]string) (bool, error)
 	// MarkRolledBack sets status rolled_back: Redis went back in time beyond
 	// what the consumer can repair, and a replay must rebuild the projections.
 	MarkRolledBack(ctx context.Context, why string) error
@@ -42,7 +43,7 @@ type readiness struct {
 func (c *Consumer) checkMeta(ctx context.Context) (string, error) {
 	c.ready.check.Lock()
 	defer c.ready.check.Unlock()
-	status, err := c.meta.MetaStatus(ctx)
+	status, err := c.meta.Status(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -53,15 +54,15 @@ func (c *Consumer) checkMeta(ctx context.Context) (string, error) {
 		}
 		// A replayer may have finished while the offsets were read: look again,
 		// so a stale "missing" never overwrites a newer "ready".
-		if status, err = c.meta.MetaStatus(ctx); err != nil {
+		if status, err = c.meta.Status(ctx); err != nil {
 			return "", err
 		}
 		if status == "" && !committed {
-			if _, err := c.meta.InitMeta(ctx, c.opts.MetaInfo); err != nil {
+			if _, err := c.meta.Init(ctx, c.opts.MetaInfo); err != nil {
 				return "", err
 			}
 			c.log.Info("first start: created the projections meta hash")
-			status = apply.StatusReady
+			status = coord.StatusReady
 		}
 	}
 	c.report(status)
@@ -73,7 +74,7 @@ func (c *Consumer) report(status string) {
 	c.ready.mu.Lock()
 	defer c.ready.mu.Unlock()
 	switch status {
-	case apply.StatusReady:
+	case coord.StatusReady:
 		if c.ready.lost {
 			c.log.Info("projections are ready again: resuming from the committed offsets")
 		}
@@ -88,9 +89,9 @@ func (c *Consumer) report(status string) {
 		c.ready.lost = true
 		c.metrics.RedisDataLost.Set(1)
 		c.health.SetReady(false, "redis lost its data: run replayer")
-	case apply.StatusPaused: // a replayer hands rebuilt projections back: a short, deliberate pause
+	case coord.StatusPaused: // a replayer hands rebuilt projections back: a short, deliberate pause
 		c.health.SetReady(true, "")
-	case apply.StatusRolledBack:
+	case coord.StatusRolledBack:
 		c.health.SetReady(false, "redis went back in time beyond repair: run replayer")
 	default:
 		c.health.SetReady(false, "projections status "+status+": waiting for the replay to finish")
@@ -102,7 +103,7 @@ func (c *Consumer) report(status string) {
 func (c *Consumer) waitReady(ctx context.Context) error {
 	for {
 		status, err := c.checkMeta(ctx)
-		if err == nil && status == apply.StatusReady {
+		if err == nil && status == coord.StatusReady {
 			c.health.SetReady(true, "")
 			return nil
 		}
@@ -112,7 +113,7 @@ func (c *Consumer) waitReady(ctx context.Context) error {
 		}
 		c.ackPause(ctx)
 		wait := 2 * time.Second
-		if status == apply.StatusPaused {
+		if status == coord.StatusPaused {
 			wait = 100 * time.Millisecond // the pause of a handover is short: resume soon after it
 		}
 		select {

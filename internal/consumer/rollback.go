@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"projector/internal/apply"
+	"projector/internal/coord"
 	"projector/internal/fetch"
 	"projector/internal/records"
 )
@@ -170,7 +171,7 @@ func (c *Consumer) refuseRepair(ctx context.Context, l lost, why string) error {
 	if err := c.meta.MarkRolledBack(ctx, l.String()+": "+why); err != nil {
 		return err
 	}
-	c.report(apply.StatusRolledBack)
+	c.report(coord.StatusRolledBack)
 	return errUnrepairable
 }
 

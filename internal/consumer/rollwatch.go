@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"projector/internal/apply"
+	"projector/internal/coord"
 	"projector/internal/records"
 )
 
@@ -82,7 +82,7 @@ func (c *Consumer) watchRollback(ctx context.Context, jobs chan<- []lost) {
 // rise, and they rise before the offsets are committed. Nothing is lost
 // while the projections are not ready (a replay rebuilds them).
 func (c *Consumer) findLost(ctx context.Context) ([]lost, error) {
-	if status, err := c.meta.MetaStatus(ctx); err != nil || status != apply.StatusReady {
+	if status, err := c.meta.Status(ctx); err != nil || status != coord.StatusReady {
 		return nil, err
 	}
 	committed, err := c.kafka.Committed(ctx)

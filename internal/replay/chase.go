@@ -11,45 +11,17 @@ import (
 
 	"projector/internal/apply"
 	"projector/internal/config"
+	"projector/internal/coord"
 	"projector/pkg/projections"
-)
-
-// Meta fields of a rebuild beside apply.RebuildField: the tag of the markers
-// its Rebuilder sets, and when the projections' keys were wiped (a rerun
-// that finds it resumes from the checkpoints instead of starting again).
-const (
-	rebuildIDField    = "rebuild_id"
-	rebuildWipedField = "rebuild_wiped_ms"
 )
 
 // rebuildLeaseTTL is the lease of a rebuild (LeaseTTL, as after data loss):
 // a rerun after a crash waits at most this long for it, and consumers go on
 // after a pause whose replayer died within it.
-const rebuildLeaseTTL = LeaseTTL
+const rebuildLeaseTTL = coord.LeaseTTL
 
 // maxChaseRounds bounds the chase when the consumers outrun the replay.
 const maxChaseRounds = 20
-
-// startScript begins a rebuild of ARGV[1], or finds one to resume. It
-// refuses (returns the status) unless the status is ready or paused (a
-// pause left by a replayer that died: ended here); it returns "busy:<names>"
-// while a rebuild of other projections is pending, "resume:<id>:<wiped>"
-// when one of the same projections is, and otherwise sets the fields
-// ARGV[2..] (rebuild, its id, the sync token, the holds) and returns "ok".
-var startScript = redis.NewScript(`
-local s = redis.call('HGET', KEYS[1], 'status')
-if s ~= 'ready' and s ~= 'paused' then return s or '' end
-if s == 'paused' then
-  redis.call('HSET', KEYS[1], 'status', 'ready')
-  redis.call('HDEL', KEYS[1], 'pause', 'pause_projections')
-end
-local cur = redis.call('HGET', KEYS[1], 'rebuild')
-if cur and cur ~= ARGV[1] then return 'busy:' .. cur end
-if cur then
-  return 'resume:' .. (redis.call('HGET', KEYS[1], 'rebuild_id') or '') .. ':' .. (redis.call('HGET', KEYS[1], 'rebuild_wiped_ms') or '')
-end
-redis.call('HSET', KEYS[1], unpack(ARGV, 2))
-return 'ok'`)
 
 // rebuildRun is one run of a rebuild next to running consumers.
 type rebuildRun struct {
@@ -57,8 +29,9 @@ type rebuildRun struct {
 	opts    Options
 	rdb     redis.UniversalClient
 	keys    projections.Keys
+	meta    *coord.Meta
 	names   []string
-	lease   *lease
+	lease   *coord.Lease
 	planner *projections.Planner
 	sel     apply.Selection
 	sum     *Summary
@@ -83,32 +56,26 @@ type rebuildRun struct {
 func chaseRebuild(ctx context.Context, r *rebuildRun) error {
 	joined := strings.Join(r.names, ",")
 	id, sync := newToken(), newToken()
-	fields := []any{apply.RebuildField, joined, rebuildIDField, id, apply.SyncField, sync}
-	for _, n := range r.names {
-		fields = append(fields, apply.HoldField(n), apply.HoldAll)
-	}
-	got, err := startScript.Run(ctx, r.rdb, []string{r.keys.Meta()}, append([]any{joined}, fields...)...).Text()
+	st, err := r.meta.StartRebuild(ctx, r.names, id, sync)
 	if err != nil {
-		return fmt.Errorf("start the rebuild: %w", err)
+		return err
 	}
 	wiped := false
 	switch {
-	case got == "ok":
+	case st.Started:
 		r.log.Info("holding the projections in the consumers", zap.Strings("projections", r.names), zap.String("sync", sync))
-	case strings.HasPrefix(got, "resume:"):
-		rest := strings.TrimPrefix(got, "resume:")
-		id, rest, _ = strings.Cut(rest, ":")
-		wiped = rest != ""
+	case st.Resume:
+		id, wiped = st.ID, st.Wiped
 		if wiped {
 			fmt.Fprintf(r.opts.Progress, "resuming the interrupted rebuild of %s from its checkpoints\n", joined)
-		} else if err := r.rdb.HSet(ctx, r.keys.Meta(), apply.SyncField, sync).Err(); err != nil {
-			return fmt.Errorf("set the sync token: %w", err)
+		} else if err := r.meta.SetSync(ctx, sync); err != nil {
+			return err
 		}
-	case strings.HasPrefix(got, "busy:"):
+	case st.Busy != "":
 		return fmt.Errorf("refusing: a rebuild of %s is pending in %s; finish it first (run the replayer with --projections %s --wipe --yes)",
-			strings.TrimPrefix(got, "busy:"), r.keys.Meta(), strings.TrimPrefix(got, "busy:"))
+			st.Busy, r.meta.Key(), st.Busy)
 	default:
-		return fmt.Errorf("refusing: %s says status %q; only projections that are ready can be rebuilt while consumers run", r.keys.Meta(), got)
+		return fmt.Errorf("refusing: %s says status %q; only projections that are ready can be rebuilt while consumers run", r.meta.Key(), st.Refused)
 	}
 	r.sel.Tag = id
 	if !wiped {
@@ -126,7 +93,7 @@ func chaseRebuild(ctx context.Context, r *rebuildRun) error {
 	r.prog.done()
 	fmt.Fprintf(r.opts.Progress, "handover: consumers paused for %v\n", paused.Round(time.Millisecond))
 	r.log.Info("rebuilt projections handed back to the consumers", zap.Strings("projections", r.names), zap.Duration("paused", paused))
-	if _, err := wipe(ctx, r.rdb, []string{r.cfg.Redis.KeyPrefix + "px:rwm:*"}); err != nil {
+	if _, err := wipe(ctx, r.rdb, []string{r.meta.CheckpointPattern()}); err != nil {
 		r.log.Warn("remove the rebuild's watermarks", zap.Error(err))
 	}
 	return nil
@@ -139,15 +106,12 @@ func (r *rebuildRun) wipeFirst(ctx context.Context, sync string) error {
 	if err := waitAcks(ctx, r.rdb, r.cfg.Redis.KeyPrefix, sync); err != nil {
 		return err
 	}
-	n, err := wipe(ctx, r.rdb, append(patterns(r.cfg.Redis.KeyPrefix, r.names), r.cfg.Redis.KeyPrefix+"px:rwm:*"))
+	n, err := wipe(ctx, r.rdb, append(patterns(r.cfg.Redis.KeyPrefix, r.names), r.meta.CheckpointPattern()))
 	if err != nil {
 		return fmt.Errorf("wipe %v: %w", r.names, err)
 	}
 	r.sum.Wiped = n
-	if err := r.rdb.HSet(ctx, r.keys.Meta(), rebuildWipedField, time.Now().UnixMilli()).Err(); err != nil {
-		return fmt.Errorf("record the wipe in %s: %w", r.keys.Meta(), err)
-	}
-	return nil
+	return r.meta.MarkWiped(ctx)
 }
 
 // chase replays, round after round, the records up to the consumers'

@@ -14,6 +14,7 @@ import (
 
 	"projector/internal/apply"
 	"projector/internal/config"
+	"projector/internal/coord"
 	"projector/internal/fingerprint"
 	"projector/pkg/projections"
 )
@@ -21,41 +22,6 @@ import (
 // ackTimeout bounds the wait for the consumers' acknowledgements of a token
 // (a killed consumer's published settings stay fresh for fingerprint.TTL).
 const ackTimeout = 2 * fingerprint.TTL
-
-// pauseScript pauses the consumers: status paused, pause token ARGV[1],
-// projections ARGV[2]. It refuses (returns the status) unless the status is
-// ready, or paused by an earlier rebuild that did not finish.
-var pauseScript = redis.NewScript(`
-local s = redis.call('HGET', KEYS[1], 'status')
-if s ~= 'ready' and s ~= 'paused' then return s or '' end
-redis.call('HSET', KEYS[1], 'status', 'paused', 'pause', ARGV[1], 'pause_projections', ARGV[2])
-return 'ok'`)
-
-// resumeScript ends the pause with token ARGV[1]; returns 1 when it did.
-var resumeScript = redis.NewScript(`
-if redis.call('HGET', KEYS[1], 'pause') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'status', 'ready')
-redis.call('HDEL', KEYS[1], 'pause', 'pause_projections')
-return 1`)
-
-// handBack ends a rebuild in one step: KEYS meta, consumer watermarks,
-// lease; ARGV pause token, lease token, n, n x (field, watermark read when
-// the replay's last round began), then the meta fields to delete. Unless the
-// pause and the lease are still this replayer's it returns -1 / -2; when a
-// consumer watermark moved (a batch completed during the pause) it returns 0
-// and changes nothing; else it deletes the fields (the holds among them),
-// sets status ready and returns 1.
-var handBack = redis.NewScript(`
-if redis.call('HGET', KEYS[1], 'pause') ~= ARGV[1] then return -1 end
-if redis.call('GET', KEYS[3]) ~= ARGV[2] then return -2 end
-local n = tonumber(ARGV[3])
-if redis.call('HLEN', KEYS[2]) ~= n then return 0 end
-for j = 0, n - 1 do
-  if redis.call('HGET', KEYS[2], ARGV[4 + 2 * j]) ~= ARGV[5 + 2 * j] then return 0 end
-end
-for j = 4 + 2 * n, #ARGV do redis.call('HDEL', KEYS[1], ARGV[j]) end
-redis.call('HSET', KEYS[1], 'status', 'ready')
-return 1`)
 
 // newToken returns a fresh random token.
 func newToken() string {
@@ -85,8 +51,8 @@ func (r *rebuildRun) handover(ctx context.Context) (time.Duration, error) {
 	// Wait (with the consumers running) until the entries of consumers that
 	// died are ignored, so that the pause waits only for live ones.
 	sync, since := newToken(), time.Now()
-	if err := r.rdb.HSet(ctx, r.keys.Meta(), apply.SyncField, sync).Err(); err != nil {
-		return 0, fmt.Errorf("set the sync token: %w", err)
+	if err := r.meta.SetSync(ctx, sync); err != nil {
+		return 0, err
 	}
 	if err := waitAcks(ctx, r.rdb, r.cfg.Redis.KeyPrefix, sync); err != nil {
 		return 0, err
@@ -97,18 +63,18 @@ func (r *rebuildRun) handover(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	token := newToken()
-	got, err := pauseScript.Run(ctx, r.rdb, []string{r.keys.Meta()}, token, strings.Join(r.names, ",")).Text()
+	refused, err := r.meta.Pause(ctx, token, r.names)
 	if err != nil {
-		return 0, fmt.Errorf("pause the consumers: %w", err)
+		return 0, err
 	}
-	if got != "ok" {
-		return 0, fmt.Errorf("refusing: %s says status %q; only projections that are ready can be rebuilt while consumers run", r.keys.Meta(), got)
+	if refused != "" {
+		return 0, fmt.Errorf("refusing: %s says status %q; only projections that are ready can be rebuilt while consumers run", r.meta.Key(), refused)
 	}
 	paused := time.Now()
 	released := false
 	defer func() {
 		if !released { // the consumers go on (the holds stay); a rerun resumes
-			_ = resumeScript.Run(context.WithoutCancel(ctx), r.rdb, []string{r.keys.Meta()}, token).Err()
+			_ = r.meta.Resume(context.WithoutCancel(ctx), token)
 		}
 	}()
 	r.log.Info("handover: consumers paused, waiting for every consumer to finish its batch in flight", zap.String("token", token))
@@ -137,36 +103,20 @@ func (r *rebuildRun) handover(ctx context.Context) (time.Duration, error) {
 		}
 		r.log.Info("handover: replayed up to the consumers' watermarks and the marked records after them",
 			zap.Int64("records", last.total()), zap.Int64("after_watermarks_read", marked.total()), zap.Duration("after", time.Since(paused)))
-		args := []any{token, r.lease.token, len(wms)}
-		for f, v := range wms {
-			args = append(args, f, v)
-		}
-		for _, f := range r.metaFields() {
-			args = append(args, f)
-		}
-		ok, err := handBack.Run(ctx, r.rdb, []string{r.keys.Meta(), r.keys.Watermarks(), r.keys.Lease()}, args...).Int()
+		got, err := r.meta.HandBack(ctx, token, r.lease, wms, r.names)
 		switch {
 		case err != nil:
-			return 0, fmt.Errorf("hand the projections back: %w", err)
-		case ok == 1:
+			return 0, err
+		case got == coord.HandedBack:
 			released = true
 			return time.Since(paused), nil
-		case ok == -1:
-			return 0, fmt.Errorf("%s no longer holds this replayer's pause; the consumers follow its status now (check it)", r.keys.Meta())
-		case ok == -2:
+		case got == coord.PauseLost:
+			return 0, fmt.Errorf("%s no longer holds this replayer's pause; the consumers follow its status now (check it)", r.meta.Key())
+		case got == coord.LeaseLost:
 			return 0, fmt.Errorf("lost the lease %s (the replayer stalled for more than %v); run the same command again", r.keys.Lease(), rebuildLeaseTTL)
 		}
 		r.log.Info("handover: a consumer completed a batch during the pause; replaying up to its watermark")
 	}
-}
-
-// metaFields are the meta fields a rebuild of r.names sets, deleted at its end.
-func (r *rebuildRun) metaFields() []string {
-	fields := []string{apply.RebuildField, rebuildIDField, rebuildWipedField, apply.SyncField, apply.PauseField, "pause_projections"}
-	for _, n := range r.names {
-		fields = append(fields, apply.HoldField(n))
-	}
-	return append(fields, progressFields...)
 }
 
 // afterWatermarks returns, per partition, the records after its consumer

@@ -8,29 +8,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"projector/internal/coord"
 )
-
-// Progress fields of px:meta:{g} (docs/contract.md section 9): records done
-// of the run's total, the rate of this process in records/s, and when they
-// were written (Unix ms). The read side shows them while projections are
-// rebuilt.
-const (
-	FieldDone      = "rebuild_done"
-	FieldTotal     = "rebuild_total"
-	FieldRate      = "rebuild_rate"
-	FieldUpdatedMs = "rebuild_updated_ms"
-)
-
-// progressFields are the progress fields, to delete when a replay ends.
-var progressFields = []string{FieldDone, FieldTotal, FieldRate, FieldUpdatedMs}
 
 // publishEvery is the least time between two writes of the progress into Redis.
 const publishEvery = time.Second
 
 // progress shows records done of total, records/s and ETA: a redrawn bar on
 // a terminal, a line every 2 seconds otherwise; with publishTo it also
-// writes them into px:meta:{g} at most every second and at the end. It is
+// writes them into px:meta:{g} (coord.FieldDone, ...) at most every second and at the end. It is
 // safe for concurrent use.
 type progress struct {
 	out      io.Writer
@@ -46,8 +32,7 @@ type progress struct {
 	published time.Time
 
 	pubCtx context.Context
-	rdb    redis.UniversalClient
-	meta   string
+	meta   *coord.Meta
 }
 
 func newProgress(out io.Writer, terminal bool, total int64) *progress {
@@ -70,11 +55,11 @@ func (p *progress) grow(n int64) {
 	p.mu.Unlock()
 }
 
-// publishTo makes the progress also go to the meta hash key through rdb
+// publishTo makes the progress also go to the meta hash through m
 // (written with ctx), starting now.
-func (p *progress) publishTo(ctx context.Context, rdb redis.UniversalClient, key string) *progress {
+func (p *progress) publishTo(ctx context.Context, m *coord.Meta) *progress {
 	p.mu.Lock()
-	p.pubCtx, p.rdb, p.meta = ctx, rdb, key
+	p.pubCtx, p.meta = ctx, m
 	p.mu.Unlock()
 	p.publish(true)
 	return p
@@ -127,12 +112,11 @@ func (p *progress) publish(force bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
-	if p.rdb == nil || (!force && now.Sub(p.published) < publishEvery) {
+	if p.meta == nil || (!force && now.Sub(p.published) < publishEvery) {
 		return
 	}
 	p.published = now
-	_ = p.rdb.HSet(p.pubCtx, p.meta, FieldDone, p.doneN, FieldTotal, p.total, FieldRate, int64(p.rateLocked()),
-		FieldUpdatedMs, now.UnixMilli()).Err()
+	_ = p.meta.PublishProgress(p.pubCtx, p.doneN, p.total, int64(p.rateLocked()), now)
 }
 
 func (p *progress) done() {

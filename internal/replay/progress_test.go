@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"projector/internal/coord"
 	"projector/internal/testredis"
 )
 
@@ -19,19 +20,19 @@ func TestProgressPublishedToMeta(t *testing.T) {
 	var out strings.Builder
 	p := newProgress(&out, false, 1000)
 	p.now, p.start, p.last = func() time.Time { return now }, now, now
-	p.resumeAt(400).publishTo(ctx, rdb, "px:meta:{g}")
+	p.resumeAt(400).publishTo(ctx, coord.New(rdb, "", time.Now))
 	field := func(f string) string { return rdb.HGet(ctx, "px:meta:{g}", f).Val() }
-	if field(FieldDone) != "400" || field(FieldTotal) != "1000" || field(FieldRate) != "0" {
+	if field(coord.FieldDone) != "400" || field(coord.FieldTotal) != "1000" || field(coord.FieldRate) != "0" {
 		t.Fatalf("at the start: %v", rdb.HGetAll(ctx, "px:meta:{g}").Val())
 	}
 	now = now.Add(500 * time.Millisecond)
 	p.add(50)
-	if field(FieldDone) != "400" {
-		t.Errorf("published again within a second: done %s", field(FieldDone))
+	if field(coord.FieldDone) != "400" {
+		t.Errorf("published again within a second: done %s", field(coord.FieldDone))
 	}
 	now = now.Add(1500 * time.Millisecond)
 	p.add(150) // 200 records in 2 s
-	if field(FieldDone) != "600" || field(FieldRate) != "100" || field(FieldUpdatedMs) != "1800000002000" {
+	if field(coord.FieldDone) != "600" || field(coord.FieldRate) != "100" || field(coord.FieldUpdatedMs) != "1800000002000" {
 		t.Errorf("after 2 s: %v", rdb.HGetAll(ctx, "px:meta:{g}").Val())
 	}
 	if !strings.Contains(out.String(), "600/1000 events (60.0%), 100 ev/s, ETA 4s") {
@@ -40,7 +41,7 @@ func TestProgressPublishedToMeta(t *testing.T) {
 	now = now.Add(100 * time.Millisecond)
 	p.add(400)
 	p.done()
-	if field(FieldDone) != "1000" {
-		t.Errorf("at the end: done %s", field(FieldDone))
+	if field(coord.FieldDone) != "1000" {
+		t.Errorf("at the end: done %s", field(coord.FieldDone))
 	}
 }

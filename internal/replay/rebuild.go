@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,6 +12,8 @@ import (
 
 	"projector/internal/apply"
 	"projector/internal/config"
+	"projector/internal/coord"
+	"projector/internal/records"
 	"projector/pkg/projections"
 )
 
@@ -29,18 +30,6 @@ func pauses(names []string) bool {
 	}
 	return false
 }
-
-// releaseHold ends the hold once the consumers' watermarks (KEYS[1]) reached
-// the replayed offsets: ARGV n, n x (field, last replayed offset), then the
-// meta fields to delete from KEYS[2]. Returns 1 when released.
-var releaseHold = redis.NewScript(`
-local n = tonumber(ARGV[1])
-for j = 0, n - 1 do
-  local wm = redis.call('HGET', KEYS[1], ARGV[2 + 2 * j])
-  if (tonumber(wm) or -1) < tonumber(ARGV[3 + 2 * j]) then return 0 end
-end
-for j = 2 + 2 * n, #ARGV do redis.call('HDEL', KEYS[2], ARGV[j]) end
-return 1`)
 
 // rebuild rebuilds the named projections while the consumers keep running.
 // Selections with per-user keys, and any rebuild a replayer left unfinished
@@ -65,15 +54,17 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 		return sum, fmt.Errorf("refusing: rebuilding %s replaces its keys; pass --wipe --yes", strings.Join(names, ","))
 	}
 	keys := projections.Keys{Prefix: cfg.Redis.KeyPrefix}
-	meta, err := rdb.HGetAll(ctx, keys.Meta()).Result()
+	m := coord.New(rdb, cfg.Redis.KeyPrefix, time.Now)
+	st, err := m.Read(ctx)
 	if err != nil {
-		return sum, fmt.Errorf("read %s: %w", keys.Meta(), err)
+		return sum, err
 	}
+	meta := st.Fields
 	joined := strings.Join(names, ",")
-	if cur := meta[apply.RebuildField]; cur != "" && cur != joined {
-		return sum, fmt.Errorf("refusing: a rebuild of %s is pending in %s; finish it first (run the replayer with --projections %s --wipe --yes)", cur, keys.Meta(), cur)
+	if cur := meta[coord.FieldRebuild]; cur != "" && cur != joined {
+		return sum, fmt.Errorf("refusing: a rebuild of %s is pending in %s; finish it first (run the replayer with --projections %s --wipe --yes)", cur, m.Key(), cur)
 	}
-	chase := pauses(names) || meta[rebuildIDField] != ""
+	chase := pauses(names) || meta[coord.FieldRebuildID] != ""
 	plan, err := planRanges(ctx, cfg, true)
 	if err != nil {
 		return sum, err
@@ -86,7 +77,7 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 		if chase {
 			how = "hold them in the consumers, wipe %v, replay them from %s up to the consumers' watermarks while the consumers go on, then hand them back with the consumers paused for the last records\n"
 		}
-		if meta[rebuildWipedField] != "" {
+		if meta[coord.FieldRebuildWiped] != "" {
 			how = "resume the interrupted rebuild (no wipe of %v) from its checkpoints in %s (log: %s), then hand them back\n"
 			fmt.Fprintf(opts.Progress, how, patterns(cfg.Redis.KeyPrefix, names), keys.Global("px:rwm"), plan.String())
 			return sum, nil
@@ -94,23 +85,23 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 		fmt.Fprintf(opts.Progress, "dry run: would "+how, patterns(cfg.Redis.KeyPrefix, names), plan.String())
 		return sum, nil
 	}
-	if meta[apply.RebuildField] != "" && rdb.Exists(ctx, keys.Lease()).Val() > 0 {
+	if held, _ := m.Held(ctx); meta[coord.FieldRebuild] != "" && held {
 		fmt.Fprintf(opts.Progress, "a rebuild of %s is pending: waiting up to %v for the lease %s of the replayer that ran it\n",
-			meta[apply.RebuildField], rebuildLeaseTTL, keys.Lease())
+			meta[coord.FieldRebuild], rebuildLeaseTTL, keys.Lease())
 	}
-	l, err := waitLease(ctx, rdb, keys.Lease(), rebuildLeaseTTL)
+	l, err := m.WaitLease(ctx, records.ProcessName(), rebuildLeaseTTL)
 	if err != nil {
 		return sum, err
 	}
-	defer l.release(context.WithoutCancel(ctx))
+	defer l.Release(context.WithoutCancel(ctx))
 	rwm := keys.Global("px:rwm")
 	planner, sel, err := selection(cfg, names, rwm)
 	if err != nil {
 		return sum, err
 	}
 	if chase {
-		r := &rebuildRun{cfg: cfg, opts: opts, rdb: rdb, keys: keys, names: names, lease: l, planner: planner, sel: sel,
-			sum: &sum, prog: newProgress(opts.Progress, opts.Terminal, 0).publishTo(ctx, rdb, keys.Meta()), log: log,
+		r := &rebuildRun{cfg: cfg, opts: opts, rdb: rdb, keys: keys, meta: m, names: names, lease: l, planner: planner, sel: sel,
+			sum: &sum, prog: newProgress(opts.Progress, opts.Terminal, 0).publishTo(ctx, m), log: log,
 			pace: newPacer(opts.MaxRate, time.Now)}
 		err := chaseRebuild(ctx, r)
 		if err != nil {
@@ -120,77 +111,22 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 		sum.Duration = time.Since(start)
 		return sum, err
 	}
-	err = holdRebuild(ctx, cfg, opts, rdb, names, planner, sel, &sum, log)
+	err = holdRebuild(ctx, cfg, opts, rdb, m, names, planner, sel, &sum, log)
 	sum.Duration = time.Since(start)
 	return sum, err
 }
 
-// cutAtWatermarks sets the hold fields to the consumers' watermarks
-// (px:wm:{g}) of every partition of plan (-1 where a partition has none: no
-// record of it is held), read and set in one transaction, and returns them.
-// A record at or below its watermark has been applied by a consumer, its
-// marker is final and names the copy of a duplicate that the consumers
-// applied, so the replay decides it as they did; the consumers apply every
-// later record with the projection.
-func cutAtWatermarks(ctx context.Context, rdb redis.UniversalClient, keys projections.Keys, plan ranges, holdFields []string) (map[string]int64, error) {
-	for {
-		var upTo map[string]int64
-		err := rdb.Watch(ctx, func(tx *redis.Tx) error {
-			wms, err := tx.HGetAll(ctx, keys.Watermarks()).Result()
-			if err != nil {
-				return err
-			}
-			upTo = map[string]int64{}
-			for _, s := range plan {
-				w, ok := offsetOf(wms, s)
-				if !ok {
-					w = -1
-				}
-				upTo[s.Topic+":"+strconv.Itoa(s.Partition)] = w
-			}
-			hold := apply.HoldUpTo(upTo)
-			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				for _, f := range holdFields {
-					p.HSet(ctx, keys.Meta(), f, hold)
-				}
-				return nil
-			})
-			return err
-		}, keys.Watermarks())
-		if errors.Is(err, redis.TxFailedErr) {
-			continue // a consumer completed a batch meanwhile
-		}
-		return upTo, err
-	}
-}
-
 // holdRebuild rebuilds global projections alone by holding them (see rebuild).
-func holdRebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.UniversalClient, names []string,
+func holdRebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.UniversalClient, m *coord.Meta, names []string,
 	planner *projections.Planner, sel apply.Selection, sum *Summary, log *zap.Logger) error {
-	keys := projections.Keys{Prefix: cfg.Redis.KeyPrefix}
 	rwm := sel.WatermarkKey
-	var holdFields []string
-	setHolds := func(value string) error {
-		var vals []any
-		for _, n := range names {
-			vals = append(vals, apply.HoldField(n), value)
-		}
-		return rdb.HSet(ctx, keys.Meta(), vals...).Err()
-	}
-	for _, n := range names {
-		holdFields = append(holdFields, apply.HoldField(n))
-	}
-	holdFields = append(append(holdFields, apply.RebuildField), progressFields...)
-	if err := rdb.HSet(ctx, keys.Meta(), apply.RebuildField, strings.Join(names, ",")).Err(); err != nil {
-		return fmt.Errorf("mark %v rebuilding: %w", names, err)
-	}
-	if err := setHolds(apply.HoldAll); err != nil {
-		return fmt.Errorf("hold %v: %w", names, err)
+	if err := m.HoldAllOf(ctx, names); err != nil {
+		return err
 	}
 	released := false
 	defer func() {
 		if !released { // let consumers write the projections again; rerun to complete them
-			_ = rdb.HDel(context.WithoutCancel(ctx), keys.Meta(), holdFields...).Err()
+			_ = m.LiftHolds(context.WithoutCancel(ctx), names)
 			log.Error("rebuild did not finish: the hold is lifted and the projections are incomplete; run the replayer again", zap.Strings("projections", names))
 		}
 	}()
@@ -206,42 +142,39 @@ func holdRebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis
 	if err != nil {
 		return err
 	}
-	upTo, err := cutAtWatermarks(ctx, rdb, keys, plan, holdFields[:len(names)])
+	parts := make([]string, len(plan))
+	for i, s := range plan {
+		parts[i] = s.Topic + ":" + strconv.Itoa(s.Partition)
+	}
+	upTo, err := m.CutHolds(ctx, names, parts)
 	if err != nil {
-		return fmt.Errorf("hold %v up to the consumers' watermarks: %w", names, err)
+		return err
 	}
 	for i, s := range plan {
-		s.End = min(s.End, upTo[s.Topic+":"+strconv.Itoa(s.Partition)]+1)
+		s.End = min(s.End, upTo[parts[i]]+1)
 		plan[i] = s
 	}
 	applier := apply.NewCheckOnly(rdb, planner, applyOptions(cfg), sel)
 	if err := applier.LoadScript(ctx); err != nil {
 		return err
 	}
-	prog := newProgress(opts.Progress, opts.Terminal, plan.total()).publishTo(ctx, rdb, keys.Meta())
+	prog := newProgress(opts.Progress, opts.Terminal, plan.total()).publishTo(ctx, m)
 	if err := readAndApply(ctx, cfg, plan, batchOr(opts.BatchSize, RebuildBatch), applier, sum, prog, withPace(newPacer(opts.MaxRate, time.Now))); err != nil {
 		return err
 	}
-	args := []any{len(upTo)}
-	for f, o := range upTo {
-		args = append(args, f, o)
-	}
-	for _, h := range holdFields {
-		args = append(args, h)
-	}
 	waitingSince := time.Now()
 	for {
-		ok, err := releaseHold.Run(ctx, rdb, []string{keys.Watermarks(), keys.Meta()}, args...).Int()
+		ok, err := m.ReleaseHolds(ctx, names, upTo)
 		if err != nil {
-			return fmt.Errorf("release hold: %w", err)
+			return err
 		}
-		if ok == 1 {
+		if ok {
 			released = true
 			log.Info("consumers passed the replayed offsets: they write the projections again", zap.Strings("projections", names))
 			break
 		}
 		if time.Since(waitingSince) > 10*time.Second {
-			log.Info("waiting for the consumers to pass the replayed offsets", zap.String("offsets", apply.HoldUpTo(upTo)))
+			log.Info("waiting for the consumers to pass the replayed offsets", zap.String("offsets", coord.HoldUpTo(upTo)))
 			waitingSince = time.Now()
 		}
 		select {

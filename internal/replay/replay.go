@@ -19,6 +19,7 @@ import (
 	"projector/internal/app"
 	"projector/internal/apply"
 	"projector/internal/config"
+	"projector/internal/coord"
 	"projector/internal/fingerprint"
 	"projector/internal/records"
 	"projector/internal/redischeck"
@@ -154,12 +155,12 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 	if _, err := redischeck.Check(ctx, rdb, cfg.Redis.AllowEviction, log); err != nil {
 		return sum, err
 	}
-	keys := projections.Keys{Prefix: cfg.Redis.KeyPrefix}
-	meta, err := rdb.HGetAll(ctx, keys.Meta()).Result()
+	m := coord.New(rdb, cfg.Redis.KeyPrefix, time.Now)
+	st, err := m.Read(ctx)
 	if err != nil {
-		return sum, fmt.Errorf("read %s: %w", keys.Meta(), err)
+		return sum, err
 	}
-	status := meta["status"]
+	status := st.Status
 	diffs, err := fingerprint.Disagreements(ctx, rdb, cfg.Redis.KeyPrefix, fingerprint.Of(cfg))
 	if err != nil {
 		return sum, err
@@ -167,9 +168,9 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 	if len(diffs) > 0 {
 		return sum, fmt.Errorf("refusing: the configuration disagrees with the running consumers' (%s); use theirs", strings.Join(diffs, "; "))
 	}
-	if status == apply.StatusReady || status == apply.StatusPaused {
+	if status == coord.StatusReady || status == coord.StatusPaused {
 		if len(opts.Projections) == 0 {
-			return sum, fmt.Errorf("refusing: %s says status %s, so Redis did not lose its data; to rebuild a projection name it with --projections (and --wipe --yes)", keys.Meta(), status)
+			return sum, fmt.Errorf("refusing: %s says status %s, so Redis did not lose its data; to rebuild a projection name it with --projections (and --wipe --yes)", m.Key(), status)
 		}
 		return rebuild(ctx, cfg, opts, rdb, projections.EnabledNames(sel), log)
 	}
@@ -177,7 +178,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 	if all := projections.EnabledNames(cfg.Projections); len(names) != len(all) {
 		return sum, fmt.Errorf("refusing: after Redis lost its data every enabled projection (%s) is rebuilt; --projections selects projections to rebuild while Redis is intact", strings.Join(all, ","))
 	}
-	rec, err := interrupted(meta, names, keys.Meta())
+	rec, err := interrupted(st, names, m.Key())
 	if err != nil {
 		return sum, err
 	}
@@ -197,23 +198,23 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 	if opts.DryRun {
 		return sum, dryRun(ctx, opts.Progress, rdb, cfg.Redis.KeyPrefix, names, plan, rec != nil)
 	}
-	l, err := acquireLease(ctx, rdb, keys.Global("px:lease"), records.ProcessName(), LeaseTTL)
+	l, err := m.AcquireLease(ctx, records.ProcessName(), coord.LeaseTTL)
 	if err != nil {
 		return sum, err
 	}
-	defer l.release(context.WithoutCancel(ctx))
+	defer l.Release(context.WithoutCancel(ctx))
 	todo := plan
 	if rec == nil {
-		if sum.Wiped, err = startReplay(ctx, rdb, cfg.Redis.KeyPrefix, replayPlan{Projections: names, ToLatest: toLatest, Spans: plan}); err != nil {
+		if sum.Wiped, err = startReplay(ctx, rdb, m, cfg.Redis.KeyPrefix, replayPlan{Projections: names, ToLatest: toLatest, Spans: plan}); err != nil {
 			return sum, err
 		}
-	} else if todo, err = resumeReplay(ctx, rdb, keys, meta[FieldPlan], plan); err != nil {
+	} else if todo, err = resumeReplay(ctx, rdb, m, projections.Keys{Prefix: cfg.Redis.KeyPrefix}, st.Interrupted(), plan); err != nil {
 		return sum, err
 	}
 	sum.Before = plan.total() - todo.total()
 	if rec != nil {
 		fmt.Fprintf(opts.Progress, "resuming the interrupted replay recorded in %s: %d of %d records were applied before; reading %d (%s)\n",
-			keys.Meta(), sum.Before, plan.total(), todo.total(), todo.String())
+			m.Key(), sum.Before, plan.total(), todo.total(), todo.String())
 	}
 	planner, err := projections.NewPlanner(sel, cfg.Location, cfg.Redis.KeyPrefix)
 	if err != nil {
@@ -224,7 +225,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 	if err := applier.LoadScript(ctx); err != nil {
 		return sum, err
 	}
-	prog := newProgress(opts.Progress, opts.Terminal, plan.total()).resumeAt(sum.Before).publishTo(ctx, rdb, keys.Meta())
+	prog := newProgress(opts.Progress, opts.Terminal, plan.total()).resumeAt(sum.Before).publishTo(ctx, m)
 	if err := readAndApply(ctx, cfg, todo, batchOr(opts.BatchSize, FullBatch), applier, &sum, prog, withWorkers(parallelOr(opts.Parallel)),
 		withPace(newPacer(opts.MaxRate, time.Now))); err != nil {
 		return sum, err
@@ -242,7 +243,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 			return sum, err
 		}
 	}
-	if err := finishReplay(ctx, rdb, cfg, names, sum.Before+sum.Events+sum.Skipped); err != nil {
+	if err := finishReplay(ctx, m, cfg, names, sum.Before+sum.Events+sum.Skipped); err != nil {
 		return sum, err
 	}
 	sum.Duration = time.Since(start)

@@ -8,19 +8,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"projector/internal/apply"
 	"projector/internal/config"
+	"projector/internal/coord"
 	"projector/pkg/projections"
 )
-
-// FieldPlan is the px:meta:{g} field where a replay after data loss records
-// its plan when it starts (after the wipe), so that a rerun after a crash
-// continues it instead of starting over (docs/contract.md section 6.1).
-const FieldPlan = "replay_plan"
 
 // replayPlan is the recorded plan: the projections rebuilt, whether the end
 // offsets are committed for the group at the end (--to latest), and every
@@ -71,17 +65,14 @@ func remaining(plan ranges, wms map[string]string) ranges {
 // interrupted returns the plan of an interrupted replay after data loss
 // (status rebuilding and a recorded plan), nil when there is none. It
 // refuses when that replay rebuilt other projections than names.
-func interrupted(meta map[string]string, names []string, key string) (*replayPlan, error) {
-	if meta["status"] != apply.StatusRebuilding {
-		return nil, nil
-	}
-	rec, err := recordedPlan(meta[FieldPlan])
+func interrupted(st coord.State, names []string, key string) (*replayPlan, error) {
+	rec, err := recordedPlan(st.Interrupted())
 	if err != nil || rec == nil {
 		return nil, err
 	}
 	if !slices.Equal(rec.Projections, names) {
 		return nil, fmt.Errorf("refusing: %s records an interrupted replay of %s, but this configuration enables %s; run the replayer with the configuration of that replay (or delete the field %s to start over)",
-			key, strings.Join(rec.Projections, ","), strings.Join(names, ","), FieldPlan)
+			key, strings.Join(rec.Projections, ","), strings.Join(names, ","), coord.FieldPlan)
 	}
 	return rec, nil
 }
@@ -90,54 +81,39 @@ func interrupted(meta map[string]string, names []string, key string) (*replayPla
 // wrote after the loss (partial) and every projection's keys and the
 // bookkeeping, then records the plan. A replayer that dies before the plan
 // is recorded leaves status rebuilding without one: its rerun starts over.
-func startReplay(ctx context.Context, rdb redis.UniversalClient, prefix string, p replayPlan) (int64, error) {
-	keys := projections.Keys{Prefix: prefix}
-	pipe := rdb.TxPipeline()
-	pipe.HSet(ctx, keys.Meta(), "status", apply.StatusRebuilding, "rebuild_started_ms", time.Now().UnixMilli())
-	pipe.HDel(ctx, keys.Meta(), append([]string{FieldPlan}, progressFields...)...)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, fmt.Errorf("mark %s rebuilding: %w", keys.Meta(), err)
+func startReplay(ctx context.Context, rdb redis.UniversalClient, m *coord.Meta, prefix string, p replayPlan) (int64, error) {
+	if err := m.StartReplay(ctx); err != nil {
+		return 0, err
 	}
 	wiped, err := wipe(ctx, rdb, append(patterns(prefix, projections.Names()), bookkeeping(prefix)...))
 	if err != nil {
 		return wiped, fmt.Errorf("wipe partial state: %w", err)
 	}
-	if err := rdb.HSet(ctx, keys.Meta(), FieldPlan, p.encode()).Err(); err != nil {
-		return wiped, fmt.Errorf("record the replay plan in %s: %w", keys.Meta(), err)
-	}
-	return wiped, nil
+	return wiped, m.RecordPlan(ctx, p.encode())
 }
 
 // resumeReplay checks, under the lease, that the interrupted replay seen
-// before (its plan field seen) is still the one recorded, and returns what
-// is left of plan after the global watermarks.
-func resumeReplay(ctx context.Context, rdb redis.UniversalClient, keys projections.Keys, seen string, plan ranges) (ranges, error) {
-	pipe := rdb.Pipeline()
-	meta := pipe.HMGet(ctx, keys.Meta(), "status", FieldPlan)
-	wms := pipe.HGetAll(ctx, keys.Watermarks())
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("read %s and %s: %w", keys.Meta(), keys.Watermarks(), err)
+// before (its plan seen) is still the one recorded, and returns what is
+// left of plan after the global watermarks.
+func resumeReplay(ctx context.Context, rdb redis.UniversalClient, m *coord.Meta, keys projections.Keys, seen string, plan ranges) (ranges, error) {
+	st, err := m.Read(ctx)
+	if err != nil {
+		return nil, err
 	}
-	now := meta.Val()
-	if len(now) != 2 || now[0] != apply.StatusRebuilding || now[1] != seen {
-		return nil, fmt.Errorf("refusing: %s changed while the replayer started (another replayer ran meanwhile); run it again", keys.Meta())
+	if st.Interrupted() != seen {
+		return nil, fmt.Errorf("refusing: %s changed while the replayer started (another replayer ran meanwhile); run it again", m.Key())
 	}
-	return remaining(plan, wms.Val()), nil
+	wms, err := rdb.HGetAll(ctx, keys.Watermarks()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", keys.Watermarks(), err)
+	}
+	return remaining(plan, wms), nil
 }
 
 // finishReplay marks the meta hash ready for the consumers and removes the
 // plan and the progress.
-func finishReplay(ctx context.Context, rdb redis.UniversalClient, cfg config.Config, names []string, replayed int64) error {
-	key := projections.Keys{Prefix: cfg.Redis.KeyPrefix}.Meta()
-	pipe := rdb.TxPipeline()
-	pipe.HSet(ctx, key, "status", apply.StatusReady, "replayed_ms", time.Now().UnixMilli(),
-		"replayed_records", replayed, "group", cfg.Kafka.GroupID, "time_zone", cfg.TimeZone,
-		"projections", strings.Join(names, ","))
-	pipe.HDel(ctx, key, append([]string{FieldPlan}, progressFields...)...)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("mark %s ready: %w", key, err)
-	}
-	return nil
+func finishReplay(ctx context.Context, m *coord.Meta, cfg config.Config, names []string, replayed int64) error {
+	return m.FinishReplay(ctx, replayed, coord.Info(cfg.Kafka.GroupID, cfg.TimeZone, names))
 }
 
 // dryRun says what a replay after data loss would do.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"projector/internal/coord"
 	"projector/internal/testredis"
 )
 
@@ -13,20 +14,20 @@ import (
 func TestInterruptedPlan(t *testing.T) {
 	p := replayPlan{Projections: []string{"last_viewed", "stats"}, ToLatest: true,
 		Spans: ranges{{Topic: "shop.views", Partition: 0, First: 0, End: 10}}}
-	meta := map[string]string{"status": "rebuilding", FieldPlan: p.encode()}
-	got, err := interrupted(meta, []string{"last_viewed", "stats"}, "px:meta:{g}")
+	meta := map[string]string{"status": "rebuilding", coord.FieldPlan: p.encode()}
+	got, err := interrupted(coord.Parse(meta), []string{"last_viewed", "stats"}, "px:meta:{g}")
 	if err != nil || got == nil || !got.ToLatest || got.Spans.String() != "shop.views/0:[0,10)" {
 		t.Fatalf("interrupted = %+v, %v; want the recorded plan", got, err)
 	}
-	if _, err := interrupted(meta, []string{"last_viewed"}, "px:meta:{g}"); err == nil || !strings.Contains(err.Error(), "records an interrupted replay of last_viewed,stats") {
+	if _, err := interrupted(coord.Parse(meta), []string{"last_viewed"}, "px:meta:{g}"); err == nil || !strings.Contains(err.Error(), "records an interrupted replay of last_viewed,stats") {
 		t.Errorf("other projections: %v, want a refusal naming the recorded ones", err)
 	}
-	for _, m := range []map[string]string{{"status": "rebuilding"}, {"status": "rolled_back", FieldPlan: p.encode()}, {}} {
-		if got, err := interrupted(m, p.Projections, "px:meta:{g}"); got != nil || err != nil {
+	for _, m := range []map[string]string{{"status": "rebuilding"}, {"status": "rolled_back", coord.FieldPlan: p.encode()}, {}} {
+		if got, err := interrupted(coord.Parse(m), p.Projections, "px:meta:{g}"); got != nil || err != nil {
 			t.Errorf("meta %v: %+v, %v; want no interrupted replay (start over)", m, got, err)
 		}
 	}
-	if _, err := interrupted(map[string]string{"status": "rebuilding", FieldPlan: "{"}, p.Projections, "px:meta:{g}"); err == nil {
+	if _, err := interrupted(coord.Parse(map[string]string{"status": "rebuilding", coord.FieldPlan: "{"}), p.Projections, "px:meta:{g}"); err == nil {
 		t.Errorf("a plan that does not decode was accepted")
 	}
 }

@@ -51,7 +51,7 @@ func Load(ctx context.Context, rdb redis.UniversalClient, sc Scenario, now time.
 	if err := a.LoadScript(ctx); err != nil {
 		return Applied{}, err
 	}
-	if _, err := apply.NewMeta(rdb, "", clock, false).InitMeta(ctx, nil); err != nil {
+	if _, err := apply.NewMeta(rdb, "", clock, false).Init(ctx, nil); err != nil {
 		return Applied{}, fmt.Errorf("init meta: %w", err)
 	}
 	recs, out := decodeLog(sc, now)

@@ -1,18 +1,14 @@
 package status
 
 import (
-	"encoding/json"
-	"strconv"
 	"strings"
 	"time"
+
+	"projector/internal/coord"
 )
 
-// Rebuild is one projection being rebuilt and the replayer's progress, from
-// the fields of px:meta:{g} (docs/contract.md section 9): the projections
-// are those of `rebuild` (a rebuild next to running consumers) or, with
-// status rebuilding (a replay after data loss), of the recorded
-// `replay_plan` ("all" before a plan is recorded); the progress is
-// `rebuild_done`, `rebuild_total`, `rebuild_rate` and `rebuild_updated_ms`.
+// Rebuild is one projection being rebuilt and the replayer's progress, as
+// px:meta:{g} says (coord.State.Rebuilding and Progress).
 type Rebuild struct {
 	Projection string `json:"projection"`
 	// Done and Total count records of the replay's plan.
@@ -37,25 +33,11 @@ const StallAfter = 15 * time.Second
 
 // rebuilds reads the projections being rebuilt and their progress from the
 // meta hash, as of now.
-func rebuilds(meta map[string]string, now time.Time) []Rebuild {
-	var names []string
-	if v := meta["rebuild"]; v != "" {
-		names = strings.Split(v, ",")
-	} else if meta["status"] == "rebuilding" {
-		var plan struct {
-			Projections []string `json:"projections"`
-		}
-		if json.Unmarshal([]byte(meta["replay_plan"]), &plan) == nil && len(plan.Projections) > 0 {
-			names = plan.Projections
-		} else {
-			names = []string{"all"}
-		}
-	}
+func rebuilds(st coord.State, now time.Time) []Rebuild {
 	out := []Rebuild{}
-	num := func(f string) int64 { n, _ := strconv.ParseInt(meta[f], 10, 64); return n }
-	for _, n := range names {
-		r := Rebuild{Projection: strings.TrimSpace(n), Done: num("rebuild_done"), Total: num("rebuild_total"),
-			Rate: num("rebuild_rate"), UpdatedMs: num("rebuild_updated_ms"), ETASeconds: -1}
+	p := st.Progress()
+	for _, n := range st.Rebuilding() {
+		r := Rebuild{Projection: strings.TrimSpace(n), Done: p.Done, Total: p.Total, Rate: p.Rate, UpdatedMs: p.UpdatedMs, ETASeconds: -1}
 		if r.Total > 0 {
 			r.Percent = 100 * float64(r.Done) / float64(r.Total)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
+	"projector/internal/coord"
 	"projector/internal/fingerprint"
 	"projector/internal/kafkalag"
 	"projector/pkg/projections"
@@ -135,14 +136,10 @@ func (m *Monitor) Status(ctx context.Context) (Status, error) {
 	}); err != nil {
 		return Status{}, fmt.Errorf("read consumer status: %w", err)
 	}
-	s := Status{Projections: "missing", Holds: []string{}, Rebuilding: []Rebuild{}, Consumers: []Consumer{}}
-	for k, v := range meta.Val() {
-		switch {
-		case k == "status":
-			s.Projections = v
-		case len(k) > 5 && k[:5] == "hold:":
-			s.Holds = append(s.Holds, k[5:])
-		}
+	st := coord.Parse(meta.Val())
+	s := Status{Projections: "missing", Holds: st.Holds.Names(), Rebuilding: []Rebuild{}, Consumers: []Consumer{}}
+	if _, ok := st.Fields[coord.FieldStatus]; ok {
+		s.Projections = st.Status
 	}
 	now := m.opts.Now().UnixMilli()
 	for process, raw := range cfg.Val() {
@@ -156,8 +153,7 @@ func (m *Monitor) Status(ctx context.Context) (Status, error) {
 		}
 		s.Consumers = append(s.Consumers, c)
 	}
-	sort.Strings(s.Holds)
-	s.Rebuilding = rebuilds(meta.Val(), m.opts.Now())
+	s.Rebuilding = rebuilds(st, m.opts.Now())
 	sort.Slice(s.Consumers, func(i, j int) bool { return s.Consumers[i].Process < s.Consumers[j].Process })
 	m.mu.Lock()
 	s.Lag = m.lag

@@ -9,8 +9,8 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"projector/internal/coord"
 	"projector/internal/fingerprint"
-	"projector/internal/replay"
 	"projector/internal/testredis"
 )
 
@@ -93,8 +93,8 @@ func TestRebuildProgress(t *testing.T) {
 	rdb := testredis.StartStandalone(t).Client()
 	now := time.UnixMilli(1_800_000_000_000)
 	m := New(Options{RDB: rdb, Now: func() time.Time { return now }})
-	rdb.HSet(ctx, "px:meta:{g}", "status", "ready", "rebuild", "last_viewed,stats", replay.FieldDone, 420, replay.FieldTotal, 1000,
-		replay.FieldRate, 100, replay.FieldUpdatedMs, now.Add(-time.Second).UnixMilli())
+	rdb.HSet(ctx, "px:meta:{g}", "status", "ready", "rebuild", "last_viewed,stats", coord.FieldDone, 420, coord.FieldTotal, 1000,
+		coord.FieldRate, 100, coord.FieldUpdatedMs, now.Add(-time.Second).UnixMilli())
 	s, err := m.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -105,8 +105,8 @@ func TestRebuildProgress(t *testing.T) {
 	}
 
 	rdb.HDel(ctx, "px:meta:{g}", "rebuild")
-	rdb.HSet(ctx, "px:meta:{g}", "status", "rebuilding", replay.FieldPlan, `{"projections":["bestsellers","trending"],"spans":[]}`,
-		replay.FieldUpdatedMs, now.Add(-StallAfter-time.Second).UnixMilli())
+	rdb.HSet(ctx, "px:meta:{g}", "status", "rebuilding", coord.FieldPlan, `{"projections":["bestsellers","trending"],"spans":[]}`,
+		coord.FieldUpdatedMs, now.Add(-StallAfter-time.Second).UnixMilli())
 	if s, err = m.Status(ctx); err != nil {
 		t.Fatal(err)
 	}
