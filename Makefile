@@ -25,11 +25,11 @@ chaos: setup
 	go test -count=1 -timeout 40m -run Chaos -v ./internal/e2e
 
 # Longer explorations than `make test` runs: the stateful property test of
-# the appliers (TestExploreInterleavings) over 20,000 schedules
-# (EXPLORE_CHECKS), and the seeded rebuild runs with 20 seeds on Redis
+# the appliers (TestExploreInterleavings) over 5,000 schedules per apply
+# path (EXPLORE_CHECKS), and the seeded rebuild runs with 20 seeds on Redis
 # standalone and Cluster (E2E_REBUILD_RUNS).
 soak: setup
-	go test -count=1 -timeout 60m -run TestExploreInterleavings -v ./internal/apply -rapid.checks=$${EXPLORE_CHECKS:-20000}
+	go test -count=1 -timeout 60m -run TestExploreInterleavings -v ./internal/apply -rapid.checks=$${EXPLORE_CHECKS:-5000}
 	E2E_REBUILD_RUNS=$${E2E_REBUILD_RUNS:-20} go test -count=1 -timeout 60m -run 'TestRebuildRuns' -v ./internal/e2e
 
 # The benchmark (BENCHMARKS.md): real redis-server and Apache Kafka on

@@ -36,27 +36,67 @@ import (
 // consumer catches up and every projection key must equal the reference
 // model of the log. A failure shrinks to a minimal schedule that rapid
 // prints with the seed that replays it (-rapid.seed=N); -rapid.checks=N
-// sets the number of schedules (`make soak` runs more; EXPLORE_CLUSTER=1
-// runs it on a 3-master cluster).
+// sets the number of schedules per path (`make soak` runs more). It runs
+// over every path the appliers take (transactions, scripts of many users or
+// of one, on Redis 7.0, Valkey 8.1 and a 3-master cluster): the conformance
+// suite of the apply paths, each held to the model.
 func TestExploreInterleavings(t *testing.T) {
-	var rdb redis.UniversalClient
-	if os.Getenv("EXPLORE_CLUSTER") != "" {
-		rdb = testredis.StartCluster(t, 3).Client()
-	} else {
-		rdb = testredis.StartStandalone(t).Client()
+	for _, p := range explorePaths() {
+		t.Run(p.name, func(t *testing.T) {
+			var rdb redis.UniversalClient
+			switch {
+			case p.cluster:
+				rdb = testredis.StartCluster(t, 3).Client()
+			case p.valkey:
+				rdb = testredis.StartStandalone(t, testredis.WithValkey()).Client()
+			default:
+				rdb = testredis.StartStandalone(t).Client()
+			}
+			schedules, steps := 0, 0
+			rapid.Check(t, func(rt *rapid.T) {
+				schedules++
+				x := newExplorer(rt, rdb, p)
+				for range 4 { // rapid's Repeat takes about -rapid.steps (30) steps: schedules of about 120
+					rt.Repeat(rapid.StateMachineActions(x))
+				}
+				x.drain()
+				x.compare()
+				steps += x.step
+			})
+			t.Logf("explored %d schedules, %d steps", schedules, steps)
+		})
 	}
-	schedules, steps := 0, 0
-	rapid.Check(t, func(rt *rapid.T) {
-		schedules++
-		x := newExplorer(rt, rdb)
-		for range 4 { // rapid's Repeat takes about -rapid.steps (30) steps: schedules of about 120
-			rt.Repeat(rapid.StateMachineActions(x))
+}
+
+// explorePath is one way the appliers apply user writes, on one kind of
+// server: the exploration is the conformance suite of every path.
+type explorePath struct {
+	name            string
+	cluster, valkey bool
+	multi           bool // MULTI/EXEC where the reads decide (standalone only)
+	perCall         int  // users per script call
+}
+
+// explorePaths lists the paths explored: EXPLORE_PATHS=<name>,... picks some.
+func explorePaths() []explorePath {
+	all := []explorePath{
+		{name: "redis-transactions", multi: true, perCall: usersPerCallStandalone},
+		{name: "redis-scripts", perCall: usersPerCallStandalone},
+		{name: "redis-script-per-user", perCall: 1},
+		{name: "valkey-transactions", valkey: true, multi: true, perCall: usersPerCallStandalone},
+		{name: "cluster", cluster: true, perCall: 1},
+	}
+	pick := os.Getenv("EXPLORE_PATHS")
+	if pick == "" {
+		return all
+	}
+	var out []explorePath
+	for _, p := range all {
+		if slices.Contains(strings.Split(pick, ","), p.name) {
+			out = append(out, p)
 		}
-		x.drain()
-		x.compare()
-		steps += x.step
-	})
-	t.Logf("explored %d schedules, %d steps", schedules, steps)
+	}
+	return out
 }
 
 // Sizes of the explored world: two partitions of one topic, a few users
@@ -119,6 +159,7 @@ type explorer struct {
 	now       time.Time
 	planner   *projections.Planner
 	coord     *coord.Meta
+	path      explorePath
 	log       [xParts][]xrec
 	produced  []gen.Record // in production order, for the model
 	committed [xParts]int64
@@ -142,7 +183,7 @@ type snapKey struct {
 	pttl time.Duration
 }
 
-func newExplorer(t *rapid.T, rdb redis.UniversalClient) *explorer {
+func newExplorer(t *rapid.T, rdb redis.UniversalClient, path explorePath) *explorer {
 	ctx := context.Background()
 	flushAll(t, ctx, rdb)
 	now := time.Now()
@@ -150,10 +191,11 @@ func newExplorer(t *rapid.T, rdb redis.UniversalClient) *explorer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := &explorer{t: t, ctx: ctx, rdb: rdb, now: now, planner: p, coord: coord.New(rdb, "", time.Now)}
+	x := &explorer{t: t, ctx: ctx, rdb: rdb, now: now, planner: p, coord: coord.New(rdb, "", time.Now), path: path}
 	opts := Options{Window: 24 * time.Hour, Location: time.UTC, Now: func() time.Time { return now }}
 	for i := range x.cons {
 		a := New(rdb, p, opts, Guards{GapCheck: true, Evidence: true})
+		x.follow(&a.core)
 		if err := a.LoadScript(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -164,6 +206,11 @@ func newExplorer(t *rapid.T, rdb redis.UniversalClient) *explorer {
 		t.Fatal(err)
 	}
 	return x
+}
+
+// follow makes c apply user writes by the explored path.
+func (x *explorer) follow(c *core) {
+	c.multi, c.perCall = x.path.multi, x.path.perCall
 }
 
 // flushAll empties every master.
@@ -677,9 +724,12 @@ func (x *explorer) replayUpTo(t *rapid.T, to [xParts]int64, mode RebuildMode) {
 		Apply(context.Context, []Record, []Range) (Result, error)
 	}
 	if rb.global {
-		a = NewCheckOnly(x.rdb, x.planner, opts, sel)
+		c := NewCheckOnly(x.rdb, x.planner, opts, sel)
+		x.follow(&c.core)
+		a = c
 	} else {
 		r := NewRebuilder(x.rdb, x.planner, opts, sel, mode)
+		x.follow(&r.core)
 		if err := r.LoadScript(x.ctx); err != nil {
 			t.Fatal(err)
 		}
