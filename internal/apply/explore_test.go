@@ -157,6 +157,7 @@ type explorer struct {
 	ctx       context.Context
 	rdb       redis.UniversalClient
 	now       time.Time
+	cfg       projections.Config
 	planner   *projections.Planner
 	coord     *coord.Meta
 	path      explorePath
@@ -187,11 +188,12 @@ func newExplorer(t *rapid.T, rdb redis.UniversalClient, path explorePath) *explo
 	ctx := context.Background()
 	flushAll(t, ctx, rdb)
 	now := time.Now()
-	p, err := projections.NewPlanner(projections.Defaults(), time.UTC, "")
+	cfg := rapid.SampledFrom(exploreConfigs()).Draw(t, "config")
+	p, err := projections.NewPlanner(cfg, time.UTC, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := &explorer{t: t, ctx: ctx, rdb: rdb, now: now, planner: p, coord: coord.New(rdb, "", time.Now), path: path}
+	x := &explorer{t: t, ctx: ctx, rdb: rdb, now: now, cfg: cfg, planner: p, coord: coord.New(rdb, "", time.Now), path: path}
 	opts := Options{Window: 24 * time.Hour, Location: time.UTC, Now: func() time.Time { return now }}
 	for i := range x.cons {
 		a := New(rdb, p, opts, Guards{GapCheck: true, Evidence: true})
@@ -206,6 +208,20 @@ func newExplorer(t *rapid.T, rdb redis.UniversalClient, path explorePath) *explo
 		t.Fatal(err)
 	}
 	return x
+}
+
+// exploreConfigs are the projection settings a schedule runs with: the
+// defaults, and small sizes and lifetimes shorter than the events' ages
+// (up to 6 h; backfills 9-40 days), so that sets are trimmed by size and by
+// time, entries die and writes are skipped.
+func exploreConfigs() []projections.Config {
+	tight := projections.Defaults()
+	tight.LastViewed.Size, tight.LastViewed.TTL = 2, 3*time.Hour
+	tight.History.Size, tight.History.Retention = 3, 2*time.Hour
+	tight.Orders.TTL = 4 * time.Hour
+	tight.RecentOrders.Keep = 30 * time.Minute
+	tight.Stats.HourTTL = 5 * time.Hour
+	return []projections.Config{projections.Defaults(), tight}
 }
 
 // follow makes c apply user writes by the explored path.
@@ -631,7 +647,7 @@ func (x *explorer) RebuildStart(t *rapid.T) {
 		t.Skip("a rebuild runs")
 	}
 	names := rapid.SampledFrom([][]string{{"last_viewed", "stats"}, {"history", "orders"}, {"stats"}, {"bestsellers", "recent_orders"}, {"product_views", "trending"}}).Draw(t, "projections")
-	names = projections.WithReaders(projections.Defaults(), names) // as the replayer does
+	names = projections.WithReaders(x.cfg, names) // as the replayer does
 	rb := &xrebuild{names: names, id: "T" + strconv.Itoa(x.step), since: x.step}
 	s, _ := projections.Lookup(names[0])
 	rb.global = s.Rebuild() == projections.RebuildHold
@@ -877,7 +893,7 @@ func (x *explorer) finishAll() {
 
 // compare checks every projection key against the model of the log.
 func (x *explorer) compare() {
-	opts := refmodel.Options{Projections: projections.Defaults(), Location: time.UTC, Window: 24 * time.Hour, Now: x.now,
+	opts := refmodel.Options{Projections: x.cfg, Location: time.UTC, Window: 24 * time.Hour, Now: x.now,
 		Settle: time.Now().Add(5 * time.Second)}
 	if diffs := refmodel.Compare(x.ctx, x.rdb, refmodel.Expected(opts, x.produced), opts, time.Second); len(diffs) > 0 {
 		x.t.Fatalf("%d differences from the model:\n%s\nsteps:\n%s", len(diffs), strings.Join(diffs[:min(len(diffs), 20)], "\n"), strings.Join(x.trace, "\n"))
