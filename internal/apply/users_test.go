@@ -68,45 +68,6 @@ func TestUsersCallDropsOnlyTheMarkedUser(t *testing.T) {
 	}
 }
 
-// TestUsersPerCallEqualsOneCallPerUser: the generator's log (duplicates,
-// out-of-order events, orders, history clears) applied in batches, each
-// batch twice (a redelivery), leaves the same keys, values and expiries
-// with several users per call and with the transactions of multi.go (Redis
-// 7.0 and Valkey 8.1) as with one script call per user.
-func TestUsersPerCallEqualsOneCallPerUser(t *testing.T) {
-	recs := smallLog()
-	state := func(perCall int, multi bool, opts ...testredis.Option) map[string]string {
-		srv := testredis.StartStandalone(t, opts...)
-		rdb := srv.Client()
-		a := newTestApplier(t, rdb, projections.Defaults())
-		a.perCall, a.multi = perCall, multi
-		ctx := context.Background()
-		for i := 0; i < len(recs); i += 100 {
-			part := recs[i:min(i+100, len(recs))]
-			rng := []Range{{Topic: "shop.views", Partition: 0, First: part[0].Offset, Last: part[len(part)-1].Offset}}
-			for range 2 {
-				if _, err := a.Apply(ctx, part, rng); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		if execs := commandCalls(t, rdb, "exec"); multi != (execs > 0) {
-			t.Errorf("multi %v: %d transactions", multi, execs)
-		}
-		return dumpState(t, rdb)
-	}
-	one := state(1, false)
-	if len(one) < 100 {
-		t.Fatalf("only %d keys after the log", len(one))
-	}
-	for name, many := range map[string]map[string]string{
-		"redis": state(usersPerCallStandalone, false), "valkey": state(usersPerCallStandalone, false, testredis.WithValkey()),
-		"redis, transactions": state(usersPerCallStandalone, true), "valkey, transactions": state(usersPerCallStandalone, true, testredis.WithValkey()),
-	} {
-		compareStates(t, "several users per call on "+name, one, many)
-	}
-}
-
 // commandCalls returns how many times rdb's server ran the command name
 // (INFO commandstats).
 func commandCalls(t *testing.T, rdb *redis.Client, name string) int {
