@@ -19,7 +19,8 @@ import (
 // with redis.username and redis.password (AUTH; none when both are empty)
 // and using TLS when redis.tls.enabled is set (cfg.TLS.Client, built by
 // config.Load). In sentinel mode it is a failover client (a *redis.Client)
-// that connects to the master the Sentinels name (sentinel.go).
+// that connects to the master the Sentinels name, and whose commands fail
+// while the master changes (masterFence in sentinel.go).
 //
 // go-redis does not retry on its own (MaxRetries -1): a command that fails
 // on a broken connection returns the error to projector's own retry, which
@@ -40,7 +41,7 @@ func NewReadRedis(cfg config.RedisConfig) redis.UniversalClient {
 // newRedis builds the client with go-redis's MaxRetries retries (0: its default).
 func newRedis(cfg config.RedisConfig, retries int) redis.UniversalClient {
 	if cfg.Mode == config.ModeSentinel {
-		return newFailover(cfg, retries)
+		return newFailover(cfg, retries, retries < 0)
 	}
 	if cfg.Mode == config.ModeCluster {
 		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.Addrs, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,

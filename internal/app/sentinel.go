@@ -26,6 +26,20 @@ import (
 // then starts the batch again from reading the watermarks, on the new
 // master: a replica that had not caught up is Redis going back in time,
 // found and repaired as after a restart (docs/contract.md section 5.2).
+//
+// One more case needs a fence (masterFence): in a planned failover the old
+// master accepts writes until the Sentinels demote it, also after the
+// replica was promoted; those writes are lost. A batch whose user phase
+// wrote some users on the old master in that moment and the rest, with its
+// global phase, on the new one would be committed without the first ones.
+// So the writers' client fails every command that ran while the master
+// changed or started shortly after: such a batch fails, and its retry
+// starts from reading the new master.
+
+// fenceAfterChange is how long after the client first connects to a new
+// master its commands fail: longer than any pause between two commands of
+// one batch.
+const fenceAfterChange = 2 * time.Second
 
 // failoverOptions returns the options of the failover client of cfg: the
 // Sentinels with their credentials, the data nodes with redis.username,
@@ -39,11 +53,93 @@ func failoverOptions(cfg config.RedisConfig, retries int) *redis.FailoverOptions
 }
 
 // newFailover returns the failover client of cfg, whose failed connections
-// say which master they tried to reach (sentinelDial).
-func newFailover(cfg config.RedisConfig, retries int) *redis.Client {
+// say which master they tried to reach (sentinelDial); with fence, commands
+// around a change of master fail (masterFence: the writers' client).
+func newFailover(cfg config.RedisConfig, retries int, fence bool) *redis.Client {
 	c := redis.NewFailoverClient(failoverOptions(cfg, retries))
 	c.AddHook(sentinelDial{master: cfg.Sentinel.MasterName, sentinels: cfg.Addrs})
+	if fence {
+		c.AddHook(&masterFence{window: fenceAfterChange, now: time.Now})
+	}
 	return c
+}
+
+// masterFence fails the commands that ran while the client's master
+// changed, or started less than window after it: the change is seen when
+// the client first connects to another address than before.
+type masterFence struct {
+	window time.Duration
+	now    func() time.Time
+
+	mu      sync.Mutex
+	addr    string    // the master of the last connection
+	changed time.Time // when a connection first went to addr, after another
+}
+
+// DialHook notes a connection to another master.
+func (f *masterFence) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err == nil {
+			f.seen(conn.RemoteAddr().String())
+		}
+		return conn, err
+	}
+}
+
+// ProcessHook fails a command that the fence covers.
+func (f *masterFence) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		start := f.now()
+		err := next(ctx, cmd)
+		if ferr := f.check(start); err == nil && ferr != nil {
+			cmd.SetErr(ferr)
+			err = ferr
+		}
+		return err
+	}
+}
+
+// ProcessPipelineHook fails every command of a pipeline (or transaction)
+// that the fence covers.
+func (f *masterFence) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		start := f.now()
+		err := next(ctx, cmds)
+		if ferr := f.check(start); ferr != nil {
+			for _, c := range cmds {
+				if c.Err() == nil {
+					c.SetErr(ferr)
+				}
+			}
+			if err == nil {
+				err = ferr
+			}
+		}
+		return err
+	}
+}
+
+// seen records a connection to addr.
+func (f *masterFence) seen(addr string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.addr != "" && f.addr != addr {
+		f.changed = f.now()
+	}
+	f.addr = addr
+}
+
+// check returns the error of a command that started at start, or nil when
+// the fence does not cover it.
+func (f *masterFence) check(start time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.changed.IsZero() || !f.changed.After(start.Add(-f.window)) {
+		return nil
+	}
+	return fmt.Errorf("redis master changed to %s %s ago: commands of the first %s on it fail, so that no batch writes to two masters; retrying",
+		f.addr, f.now().Sub(f.changed).Round(time.Millisecond), f.window)
 }
 
 // NewReplicaRedis returns the client api reads through with redis.read_from
@@ -170,7 +266,7 @@ func lookupMaster(ctx context.Context, cfg config.RedisConfig) (sentinelTopology
 func askSentinel(ctx context.Context, cfg config.RedisConfig, addr string) (sentinelTopology, error) {
 	sc := redis.NewSentinelClient(&redis.Options{Addr: addr, Username: cfg.Sentinel.Username, Password: cfg.Sentinel.Password,
 		TLSConfig: cloneTLS(cfg.TLS.Client), DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
-		MaxRetries: -1, DisableIdentity: true})
+		MaxRetries: -1, DialerRetries: 1, DisableIdentity: true})
 	defer sc.Close()
 	hp, err := sc.GetMasterAddrByName(ctx, cfg.Sentinel.MasterName).Result()
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -168,5 +169,65 @@ func TestSentinelDialNamesTheMaster(t *testing.T) {
 		if got := h.explain(tc.err).Error(); !strings.HasPrefix(got, tc.want) {
 			t.Errorf("explain(%v) = %q, want it to start with %q", tc.err, got, tc.want)
 		}
+	}
+}
+
+// addrConn is a connection that only has a remote address.
+type addrConn struct {
+	net.Conn
+	addr string
+}
+
+func (c addrConn) RemoteAddr() net.Addr { return fakeAddr(c.addr) }
+
+type fakeAddr string
+
+func (a fakeAddr) Network() string { return "tcp" }
+func (a fakeAddr) String() string  { return string(a) }
+
+// TestMasterFence: commands and pipelines fail when the client connected
+// to another master while they ran or shortly before they started, and
+// pass again once the window is over; the first master is no change.
+func TestMasterFence(t *testing.T) {
+	now := time.Unix(1000, 0)
+	f := &masterFence{window: 2 * time.Second, now: func() time.Time { return now }}
+	dial := func(addr string) {
+		t.Helper()
+		d := f.DialHook(func(context.Context, string, string) (net.Conn, error) { return addrConn{addr: addr}, nil })
+		if _, err := d(context.Background(), "tcp", "FailoverClient"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	run := func(during func()) error {
+		cmd := redis.NewStatusCmd(ctx, "set", "k", "v")
+		return f.ProcessHook(func(context.Context, redis.Cmder) error { during(); return nil })(ctx, cmd)
+	}
+	pipe := func() []redis.Cmder {
+		cmds := []redis.Cmder{redis.NewStatusCmd(ctx, "multi"), redis.NewStatusCmd(ctx, "set", "k", "v"), redis.NewStatusCmd(ctx, "exec")}
+		_ = f.ProcessPipelineHook(func(context.Context, []redis.Cmder) error { return nil })(ctx, cmds)
+		return cmds
+	}
+	dial("10.0.0.1:6379")
+	if err := run(func() {}); err != nil {
+		t.Fatalf("after the first connection: %v", err)
+	}
+	if err := run(func() { now = now.Add(time.Second); dial("10.0.0.2:6379") }); err == nil || !strings.Contains(err.Error(), "redis master changed to 10.0.0.2:6379") {
+		t.Fatalf("a command that ran while the master changed: %v", err)
+	}
+	now = now.Add(1500 * time.Millisecond)
+	if cmds := pipe(); cmds[1].Err() == nil {
+		t.Fatal("a pipeline 1.5 s after the change passed")
+	}
+	now = now.Add(time.Second)
+	if err := run(func() {}); err != nil {
+		t.Fatalf("2.5 s after the change: %v", err)
+	}
+	if cmds := pipe(); cmds[1].Err() != nil {
+		t.Fatalf("a pipeline 2.5 s after the change: %v", cmds[1].Err())
+	}
+	dial("10.0.0.2:6379")
+	if err := run(func() {}); err != nil {
+		t.Fatalf("another connection to the same master: %v", err)
 	}
 }
