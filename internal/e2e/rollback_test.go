@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -179,6 +180,11 @@ type rollbackCase struct {
 	env     []string
 	today   bool
 	recover func(t *testing.T, env []string, httpAddrs []string)
+	// minRollbacks is the least projector_redis_rollbacks_total summed over
+	// the consumers (0: one per round); check, when set, runs after the
+	// last round while the consumers still run (given their HTTP addresses).
+	minRollbacks int
+	check        func(t *testing.T, httpAddrs []string)
 }
 
 func runRollback(t *testing.T, rc rollbackCase) {
@@ -288,14 +294,21 @@ func runRollback(t *testing.T, rc rollbackCase) {
 		caughtUp()
 		t.Logf("round %d: caught up after the incident", round+1)
 	}
+	if rc.check != nil {
+		var hs []string
+		for _, c := range consumers {
+			hs = append(hs, c.http)
+		}
+		rc.check(t, hs)
+	}
 	logs := ""
 	for _, c := range consumers {
 		rollbacks += metricValue(c.http, "projector_redis_rollbacks_total")
 		c.p.term(t)
 		logs += c.p.log.String()
 	}
-	if rollbacks < float64(rc.rounds) {
-		t.Errorf("projector_redis_rollbacks_total summed over the consumers is %v, want at least %d", rollbacks, rc.rounds)
+	if want := cmp.Or(rc.minRollbacks, rc.rounds); rollbacks < float64(want) {
+		t.Errorf("projector_redis_rollbacks_total summed over the consumers is %v, want at least %d", rollbacks, want)
 	}
 	if !strings.Contains(logs, "Redis went back in time") || !strings.Contains(logs, " offsets ") {
 		t.Errorf("no log line names the lost offsets; consumer logs end:\n%s", tail(logs, 2000))
