@@ -24,15 +24,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"projector/internal/coord"
-	"projector/internal/records"
+	"projector/internal/offsets"
 	"projector/pkg/projections"
 )
 
 // Record is one valid event and where it came from (see internal/records).
-type Record = records.Record
+type Record = offsets.Record
 
 // Range is the span of offsets of one partition that a batch covers (see internal/records).
-type Range = records.Range
+type Range = offsets.Range
 
 // Outcome is what became of one record.
 type Outcome uint8

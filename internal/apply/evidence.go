@@ -47,7 +47,7 @@ func (m *Meta) ReadEvidence(ctx context.Context) (Evidence, error) {
 	if err != nil {
 		return ev, fmt.Errorf("read watermarks: %w", err)
 	}
-	ev.Global = offsets(g)
+	ev.Global = parseOffsets(g)
 	ev.Nodes, err = m.nodes.read(ctx)
 	return ev, err
 }
@@ -58,7 +58,7 @@ func (m *Meta) ReadEvidence(ctx context.Context) (Evidence, error) {
 // first, since not every write commutes (a history_item_removed applied
 // before the view it removes would leave the view behind).
 func (a *Applier) precheck(ctx context.Context, ranges []Range, wms map[string]string) error {
-	ev := Evidence{Global: offsets(wms)}
+	ev := Evidence{Global: parseOffsets(wms)}
 	var err error
 	if ev.Nodes, err = a.nodes.read(ctx); err != nil {
 		return err
@@ -76,8 +76,8 @@ func (a *Applier) precheck(ctx context.Context, ranges []Range, wms map[string]s
 	return nil
 }
 
-// offsets parses a hash of decimal offsets, leaving out what does not parse.
-func offsets(h map[string]string) map[string]int64 {
+// parseOffsets parses a hash of decimal offsets, leaving out what does not parse.
+func parseOffsets(h map[string]string) map[string]int64 {
 	out := make(map[string]int64, len(h))
 	for f, v := range h {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {

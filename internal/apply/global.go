@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"projector/internal/coord"
-	"projector/internal/records"
+	"projector/internal/offsets"
 	"projector/pkg/projections"
 )
 
@@ -131,7 +131,7 @@ func globalWrites(done []*item, rs []Range, held coord.Holds) []projections.Writ
 // insideRange reports whether offset of tp lies at or after the first
 // offset of tp's range in rs (a batch has a range for a few partitions: a
 // scan costs less than formatting tp for a map).
-func insideRange(rs []Range, tp records.TopicPartition, offset int64) bool {
+func insideRange(rs []Range, tp offsets.TopicPartition, offset int64) bool {
 	for i := range rs {
 		if rs[i].Partition == tp.Partition && rs[i].Topic == tp.Topic {
 			return offset >= rs[i].First

@@ -43,7 +43,7 @@ func (m *masterWatermarks) read(ctx context.Context) (map[string]map[string]int6
 			return fmt.Errorf("read %s on %s: %w", key, c.Options().Addr, err)
 		}
 		mu.Lock()
-		nodes[c.Options().Addr] = offsets(vals)
+		nodes[c.Options().Addr] = parseOffsets(vals)
 		mu.Unlock()
 		return nil
 	})

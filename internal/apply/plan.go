@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"projector/internal/records"
+	"projector/internal/offsets"
 	"projector/pkg/projections"
 )
 
@@ -94,13 +94,13 @@ func (c *core) plan(b *batch, skip map[string]string) (release func()) {
 // parseWatermarks returns the watermarks of wms that parse, by partition
 // (once per batch: formatting each record's partition for wms would cost
 // an allocation per record).
-func parseWatermarks(wms map[string]string) map[records.TopicPartition]int64 {
+func parseWatermarks(wms map[string]string) map[offsets.TopicPartition]int64 {
 	if len(wms) == 0 {
 		return nil
 	}
-	out := make(map[records.TopicPartition]int64, len(wms))
+	out := make(map[offsets.TopicPartition]int64, len(wms))
 	for f, v := range wms {
-		tp, err := records.ParseTopicPartition(f)
+		tp, err := offsets.ParseTopicPartition(f)
 		if err != nil {
 			continue
 		}
@@ -123,7 +123,7 @@ func (c *core) describe(it *item, i int, r *Record, now time.Time) {
 		b = projections.BucketsOf(ev.TS, c.opts.Location)
 	}
 	window := c.opts.Window.Milliseconds()
-	*it = item{idx: i, rec: r, marker: c.keys.Seen(ev.UserID, b.Day), origin: records.Origin(r.Topic, r.Partition, r.Offset),
+	*it = item{idx: i, rec: r, marker: c.keys.Seen(ev.UserID, b.Day), origin: offsets.Origin(r.Topic, r.Partition, r.Offset),
 		markerExp: max(b.DayEnd+window, now.UnixMilli()+window)}
 }
 

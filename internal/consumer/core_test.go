@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 
-	"projector/internal/records"
+	"projector/internal/offsets"
 )
 
 // run processes the batches one after the other and waits for their commits.
@@ -35,11 +35,11 @@ func wantCount(t *testing.T, c prometheus.Collector, want float64, what string) 
 	}
 }
 
-func tp(topic string, partition int) records.TopicPartition {
-	return records.TopicPartition{Topic: topic, Partition: partition}
+func tp(topic string, partition int) offsets.TopicPartition {
+	return offsets.TopicPartition{Topic: topic, Partition: partition}
 }
 
-func wantOffsets(t *testing.T, r *rig, want map[records.TopicPartition]int64) {
+func wantOffsets(t *testing.T, r *rig, want map[offsets.TopicPartition]int64) {
 	t.Helper()
 	if got := r.commits.offsets(); !maps.Equal(got, want) {
 		t.Errorf("committed %v, want %v", got, want)
@@ -63,7 +63,7 @@ func TestRedeliveredBatchAppliesAndDeadLettersOnce(t *testing.T) {
 		t.Errorf("dead-letter topic read %d times, want 0 (the marks say the redelivered record is done)", n)
 	}
 	wantCount(t, r.m.DeadLettered.WithLabelValues("views"), 1, "dead-lettered metric")
-	wantOffsets(t, r, map[records.TopicPartition]int64{tp("views", 0): 3, tp("orders", 1): 8})
+	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 3, tp("orders", 1): 8})
 	wantCount(t, r.m.Commits, 2, "commits (one per batch)")
 }
 
@@ -89,7 +89,7 @@ func TestRebalanceRedeliveryInsideOneBatch(t *testing.T) {
 	if got := r.dlq.origins(); !slices.Equal(got, []string{"views:0:2"}) {
 		t.Errorf("dead letters %v, want views:0:2 once", got)
 	}
-	wantOffsets(t, r, map[records.TopicPartition]int64{tp("views", 0): 4})
+	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 4})
 }
 
 func TestCommitRetriedUntilItSucceeds(t *testing.T) {
@@ -98,7 +98,7 @@ func TestCommitRetriedUntilItSucceeds(t *testing.T) {
 	if err := r.run(t.Context(), []kafka.Message{event(t, "views", 0, 5, "e1")}); err != nil {
 		t.Fatal(err)
 	}
-	wantOffsets(t, r, map[records.TopicPartition]int64{tp("views", 0): 6})
+	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 6})
 	wantCount(t, r.m.KafkaCommitErrors, 2, "kafka commit errors")
 	wantCount(t, r.m.RedisRetries, 0, "redis retries (a failed commit is not a Redis failure)")
 	if ok, why := r.h.Ready(); !ok {
@@ -130,7 +130,7 @@ func TestFailedCommitStopsLaterCommits(t *testing.T) {
 	if err := cm.add([]kafka.Message{event(t, "views", 0, 7, "e3")}); err == nil {
 		t.Error("a batch was accepted for commit after a commit failed for good")
 	}
-	wantOffsets(t, r, map[records.TopicPartition]int64{})
+	wantOffsets(t, r, map[offsets.TopicPartition]int64{})
 	if slices.Contains(r.j.list(), "commit") {
 		t.Errorf("something was committed after the failure: %v", r.j.list())
 	}
@@ -154,7 +154,7 @@ func TestDeadLetterFailureHoldsTheCommit(t *testing.T) {
 		t.Errorf("journal %v: the commit does not follow the dead-letter write", j)
 	}
 	wantCount(t, r.m.DeadLetterErrors, 2, "dead-letter errors")
-	wantOffsets(t, r, map[records.TopicPartition]int64{tp("views", 0): 2})
+	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 2})
 }
 
 func TestDeadLetterWithLostAckIsNotWrittenTwice(t *testing.T) {
@@ -167,7 +167,7 @@ func TestDeadLetterWithLostAckIsNotWrittenTwice(t *testing.T) {
 	if got := r.dlq.origins(); !slices.Equal(got, []string{"views:2:4", "views:2:5"}) {
 		t.Errorf("dead letters %v, want views:2:4 and views:2:5 once each", got)
 	}
-	wantOffsets(t, r, map[records.TopicPartition]int64{tp("views", 2): 6})
+	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 2): 6})
 }
 
 func TestRedisFailureMidBatchCommitsOnce(t *testing.T) {
@@ -184,7 +184,7 @@ func TestRedisFailureMidBatchCommitsOnce(t *testing.T) {
 	}
 	wantCount(t, r.m.RedisErrors.WithLabelValues("apply"), 1, "redis errors of apply")
 	wantCount(t, r.m.KafkaCommitErrors, 0, "kafka commit errors")
-	wantOffsets(t, r, map[records.TopicPartition]int64{tp("views", 0): 2})
+	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 2})
 }
 
 func TestMetaMissingWithCommitsIsDataLoss(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
+	"projector/internal/offsets"
 	"projector/internal/records"
 )
 
@@ -61,7 +62,7 @@ func (c *Consumer) deadLetter(ctx context.Context, bad []records.Poison) error {
 			return kafkaFailed(c.metrics.DeadLetterErrors, fmt.Errorf("look for earlier dead letters: %w", err))
 		}
 		for _, p := range uncertain {
-			if !present[records.Origin(p.Msg.Topic, p.Msg.Partition, p.Msg.Offset)] {
+			if !present[offsets.Origin(p.Msg.Topic, p.Msg.Partition, p.Msg.Offset)] {
 				todo = append(todo, p)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"projector/internal/apply"
 	"projector/internal/coord"
 	"projector/internal/obs"
+	"projector/internal/offsets"
 	"projector/internal/records"
 	"projector/pkg/events"
 )
@@ -79,7 +80,7 @@ type fakeCommitter struct {
 	j         *journal
 	stuck     map[int64]bool
 	mu        sync.Mutex
-	committed map[records.TopicPartition]int64
+	committed map[offsets.TopicPartition]int64
 }
 
 func (f *fakeCommitter) CommitMessages(_ context.Context, msgs ...kafka.Message) error {
@@ -96,10 +97,10 @@ func (f *fakeCommitter) CommitMessages(_ context.Context, msgs ...kafka.Message)
 	return nil
 }
 
-func (f *fakeCommitter) offsets() map[records.TopicPartition]int64 {
+func (f *fakeCommitter) offsets() map[offsets.TopicPartition]int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := map[records.TopicPartition]int64{}
+	out := map[offsets.TopicPartition]int64{}
 	for k, v := range f.committed {
 		out[k] = v
 	}
@@ -178,7 +179,7 @@ func (f *fakeApplier) Apply(_ context.Context, recs []apply.Record, _ []apply.Ra
 	f.batches = append(f.batches, recs)
 	res := apply.Result{Outcomes: make([]apply.Outcome, len(recs))}
 	for i, r := range recs {
-		o := records.Origin(r.Topic, r.Partition, r.Offset)
+		o := offsets.Origin(r.Topic, r.Partition, r.Offset)
 		switch prev, ok := f.origins[r.Event.ID]; {
 		case !ok:
 			f.origins[r.Event.ID] = o
@@ -253,7 +254,7 @@ type rig struct {
 	m       *obs.Metrics
 	h       *obs.Health
 	// committed is what the group has committed before the consumer started.
-	committed map[records.TopicPartition]int64
+	committed map[offsets.TopicPartition]int64
 	// lookups counts reads of the dead-letter topic.
 	lookups atomic.Int32
 }
@@ -261,9 +262,9 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	j := &journal{}
-	r := &rig{j: j, commits: &fakeCommitter{j: j, committed: map[records.TopicPartition]int64{}},
+	r := &rig{j: j, commits: &fakeCommitter{j: j, committed: map[offsets.TopicPartition]int64{}},
 		dlq: &fakeWriter{j: j}, applier: &fakeApplier{j: j, origins: map[string]string{}},
-		meta: &fakeMeta{status: coord.StatusReady}, m: obs.NewMetrics(), committed: map[records.TopicPartition]int64{}}
+		meta: &fakeMeta{status: coord.StatusReady}, m: obs.NewMetrics(), committed: map[offsets.TopicPartition]int64{}}
 	r.h = obs.NewHealth(r.m)
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
@@ -271,7 +272,7 @@ func newRig(t *testing.T) *rig {
 	k := Kafka{
 		Reader:      func([]string) Reader { t.Fatal("the core tests build no reader"); return nil },
 		DeadLetters: r.dlq,
-		Committed: func(context.Context) (map[records.TopicPartition]int64, error) {
+		Committed: func(context.Context) (map[offsets.TopicPartition]int64, error) {
 			return r.committed, nil
 		},
 		DeadLettered: func(context.Context) (map[string]bool, error) {

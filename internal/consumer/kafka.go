@@ -11,6 +11,7 @@ import (
 
 	"projector/internal/fetch"
 	"projector/internal/kafkaconn"
+	"projector/internal/offsets"
 	"projector/internal/records"
 )
 
@@ -43,8 +44,8 @@ type Kafka struct {
 	DeadLetters Writer
 	// Committed reads the group's committed offset of every partition of
 	// its topics that has one.
-	Committed func(ctx context.Context) (map[records.TopicPartition]int64, error)
-	// DeadLettered returns the origins (records.Origin) of the newest
+	Committed func(ctx context.Context) (map[offsets.TopicPartition]int64, error)
+	// DeadLettered returns the origins (offsets.Origin) of the newest
 	// records of the dead-letter topic.
 	DeadLettered func(ctx context.Context) (map[string]bool, error)
 }
@@ -60,13 +61,13 @@ func NewKafka(opts Options, log *zap.Logger) Kafka {
 	return Kafka{
 		Reader:      func(topics []string) Reader { return newReader(opts, topics, log) },
 		DeadLetters: newDeadLetterWriter(opts),
-		Committed: func(ctx context.Context) (map[records.TopicPartition]int64, error) {
+		Committed: func(ctx context.Context) (map[offsets.TopicPartition]int64, error) {
 			return committedOffsets(ctx, opts.Kafka, opts.GroupID, opts.Topics)
 		},
 		DeadLettered: func(ctx context.Context) (map[string]bool, error) {
 			present := map[string]bool{}
 			err := records.ReadDeadLetters(ctx, opts.Kafka, opts.DLQTopic, lookBack, func(topic string, partition int, offset int64) {
-				present[records.Origin(topic, partition, offset)] = true
+				present[offsets.Origin(topic, partition, offset)] = true
 			})
 			return present, err
 		},
@@ -100,7 +101,7 @@ func newDeadLetterWriter(opts Options) *kafka.Writer {
 }
 
 // committedOffsets reads group's committed offset of every partition of topics that has one.
-func committedOffsets(ctx context.Context, conn *kafkaconn.Conn, group string, topics []string) (map[records.TopicPartition]int64, error) {
+func committedOffsets(ctx context.Context, conn *kafkaconn.Conn, group string, topics []string) (map[offsets.TopicPartition]int64, error) {
 	client := conn.Client(10 * time.Second)
 	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
 	if err != nil {
@@ -120,16 +121,16 @@ func committedOffsets(ctx context.Context, conn *kafkaconn.Conn, group string, t
 		// A group that never had a member (kfake says so; Apache Kafka
 		// answers with no offsets) committed nothing. The consumer joins
 		// only after its first meta check, so a first start meets this.
-		return map[records.TopicPartition]int64{}, nil
+		return map[offsets.TopicPartition]int64{}, nil
 	}
 	if res.Error != nil {
 		return nil, fmt.Errorf("read committed offsets of group %s: %w", group, res.Error)
 	}
-	out := map[records.TopicPartition]int64{}
+	out := map[offsets.TopicPartition]int64{}
 	for topic, ps := range res.Topics {
 		for _, p := range ps {
 			if p.Error == nil && p.CommittedOffset >= 0 {
-				out[records.TopicPartition{Topic: topic, Partition: p.Partition}] = p.CommittedOffset
+				out[offsets.TopicPartition{Topic: topic, Partition: p.Partition}] = p.CommittedOffset
 			}
 		}
 	}

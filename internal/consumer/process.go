@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"projector/internal/apply"
+	"projector/internal/offsets"
 	"projector/internal/records"
 )
 
@@ -19,7 +20,7 @@ import (
 // poison record would then be dead-lettered twice). Each partition's
 // records stay in order.
 func dropRepeats(msgs []kafka.Message) []kafka.Message {
-	last := make(map[records.TopicPartition]int64, 16)
+	last := make(map[offsets.TopicPartition]int64, 16)
 	var out []kafka.Message
 	for i, m := range msgs {
 		tp := records.Of(m)

@@ -14,6 +14,7 @@ import (
 	"projector/internal/apply"
 	"projector/internal/coord"
 	"projector/internal/fetch"
+	"projector/internal/offsets"
 	"projector/internal/records"
 )
 
@@ -54,13 +55,13 @@ var errUnrepairable = errors.New("redis went back in time beyond what can be rep
 // offset of that partition - 1 (a gap inside the batch is covered when the
 // batch itself is applied again with Repair).
 func lostBefore(ge *apply.GapError, ranges []apply.Range) []lost {
-	first := map[records.TopicPartition]int64{}
+	first := map[offsets.TopicPartition]int64{}
 	for _, r := range ranges {
 		first[r.TP()] = r.First
 	}
-	byTP := map[records.TopicPartition]lost{}
+	byTP := map[offsets.TopicPartition]lost{}
 	for _, g := range ge.Gaps {
-		tp := records.TopicPartition{Topic: g.Topic, Partition: g.Partition}
+		tp := offsets.TopicPartition{Topic: g.Topic, Partition: g.Partition}
 		f, ok := first[tp]
 		if !ok || g.Applied+1 > f-1 {
 			continue
@@ -73,7 +74,7 @@ func lostBefore(ge *apply.GapError, ranges []apply.Range) []lost {
 	return sortedLost(byTP)
 }
 
-func sortedLost(m map[records.TopicPartition]lost) []lost {
+func sortedLost(m map[offsets.TopicPartition]lost) []lost {
 	out := make([]lost, 0, len(m))
 	for _, l := range m {
 		out = append(out, l)
@@ -129,7 +130,7 @@ func (c *Consumer) repair(ctx context.Context, ls []lost) error {
 	}
 	marks := map[string]int64{}
 	for _, l := range ls {
-		marks[records.TopicPartition{Topic: l.Topic, Partition: l.Partition}.String()] = l.To
+		marks[offsets.TopicPartition{Topic: l.Topic, Partition: l.Partition}.String()] = l.To
 	}
 	if err := c.gate.Mark(ctx, marks); err != nil {
 		return err

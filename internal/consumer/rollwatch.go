@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"projector/internal/coord"
-	"projector/internal/records"
+	"projector/internal/offsets"
 )
 
 // How often watchRollback looks at the servers' identity, and how often it
@@ -93,7 +93,7 @@ func (c *Consumer) findLost(ctx context.Context) ([]lost, error) {
 	if err != nil {
 		return nil, err
 	}
-	byTP := map[records.TopicPartition]lost{}
+	byTP := map[offsets.TopicPartition]lost{}
 	for tp, off := range committed {
 		low, node, ok := ev.Lowest(tp.String())
 		if ok && low < off-1 {

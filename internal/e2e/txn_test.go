@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"projector/internal/gen"
-	"projector/internal/records"
+	"projector/internal/offsets"
 	"projector/internal/testkafka"
 	"projector/internal/testredis"
 )
@@ -196,9 +196,9 @@ func holdOpen(t *testing.T, ctx context.Context, brokers []string, group string,
 	if err := res.FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	firsts := map[records.TopicPartition]int64{}
+	firsts := map[offsets.TopicPartition]int64{}
 	for _, r := range res {
-		tp := records.TopicPartition{Topic: r.Record.Topic, Partition: int(r.Record.Partition)}
+		tp := offsets.TopicPartition{Topic: r.Record.Topic, Partition: int(r.Record.Partition)}
 		if f, ok := firsts[tp]; !ok || r.Record.Offset < f {
 			firsts[tp] = r.Record.Offset
 		}
@@ -217,7 +217,7 @@ func holdOpen(t *testing.T, ctx context.Context, brokers []string, group string,
 		ok, detail := true, ""
 		for topic, ps := range res.Topics {
 			for _, p := range ps {
-				f := firsts[records.TopicPartition{Topic: topic, Partition: p.Partition}]
+				f := firsts[offsets.TopicPartition{Topic: topic, Partition: p.Partition}]
 				if p.CommittedOffset > f {
 					t.Fatalf("%s/%d committed %d, past the open transaction's first offset %d", topic, p.Partition, p.CommittedOffset, f)
 				}

@@ -8,6 +8,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"projector/internal/fetch"
+	"projector/internal/offsets"
 	"projector/pkg/events"
 )
 
@@ -20,26 +21,7 @@ func click(t *testing.T, id string) []byte {
 	return b
 }
 
-func TestNames(t *testing.T) {
-	if got := (TopicPartition{Topic: "views", Partition: 7}).String(); got != "views:7" {
-		t.Errorf("TopicPartition.String = %q, want views:7", got)
-	}
-	for _, tp := range []TopicPartition{{"views", 7}, {"shop.views-2", 0}} {
-		if got, err := ParseTopicPartition(tp.String()); err != nil || got != tp {
-			t.Errorf("ParseTopicPartition(%q) = %v, %v; want %v", tp.String(), got, err, tp)
-		}
-	}
-	for _, bad := range []string{"", "views", ":3", "views:", "views:x", "views:-1"} {
-		if got, err := ParseTopicPartition(bad); err == nil {
-			t.Errorf("ParseTopicPartition(%q) = %v, want an error", bad, got)
-		}
-	}
-	if got := Origin("views", 7, 1234); got != "views:7:1234" {
-		t.Errorf("Origin = %q, want views:7:1234", got)
-	}
-	if got := (Record{Topic: "a", Partition: 1}).TP(); got != (TopicPartition{Topic: "a", Partition: 1}) {
-		t.Errorf("Record.TP = %v", got)
-	}
+func TestMaxBytes(t *testing.T) {
 	if got, want := MaxBytes(1<<20), 10<<20; got != want {
 		t.Errorf("MaxBytes(1 MiB) = %d, want %d", got, want)
 	}
@@ -65,13 +47,13 @@ func TestSplit(t *testing.T) {
 	if len(bad) != 2 || bad[0].Msg.Offset != 9 || bad[1].Msg.Offset != 4 || bad[0].Reason == "" || bad[1].Reason == "" {
 		t.Errorf("poison = %+v, want offsets 9 and 4 with reasons", bad)
 	}
-	want := []Range{{Topic: "a", Partition: 0, First: 3, Last: 5}, {Topic: "b", Partition: 0, First: 9, Last: 9},
+	want := []offsets.Range{{Topic: "a", Partition: 0, First: 3, Last: 5}, {Topic: "b", Partition: 0, First: 9, Last: 9},
 		{Topic: "a", Partition: 1, First: 4, Last: 4}}
 	if fmt.Sprint(ranges) != fmt.Sprint(want) {
 		t.Errorf("ranges = %v, want %v", ranges, want)
 	}
 	high := Highest(msgs)
-	if len(high) != 3 || high[TopicPartition{Topic: "a", Partition: 0}].Offset != 5 {
+	if len(high) != 3 || high[offsets.TopicPartition{Topic: "a", Partition: 0}].Offset != 5 {
 		t.Errorf("Highest = %v, want a:0 at 5 among 3 partitions", high)
 	}
 }
@@ -91,11 +73,11 @@ func TestSplitCountsSkippedOffsets(t *testing.T) {
 	if len(recs) != 1 || recs[0].Offset != 15 || len(bad) != 0 {
 		t.Errorf("records %+v, poison %+v; want e1 at 15 only", recs, bad)
 	}
-	want := []Range{{Topic: "a", Partition: 0, First: 10, Last: 16}, {Topic: "b", Partition: 2, First: 7, Last: 9}}
+	want := []offsets.Range{{Topic: "a", Partition: 0, First: 10, Last: 16}, {Topic: "b", Partition: 2, First: 7, Last: 9}}
 	if fmt.Sprint(ranges) != fmt.Sprint(want) {
 		t.Errorf("ranges = %v, want %v", ranges, want)
 	}
-	if h := Highest(msgs); h[TopicPartition{Topic: "a", Partition: 0}].Offset != 16 || h[TopicPartition{Topic: "b", Partition: 2}].Offset != 9 {
+	if h := Highest(msgs); h[offsets.TopicPartition{Topic: "a", Partition: 0}].Offset != 16 || h[offsets.TopicPartition{Topic: "b", Partition: 2}].Offset != 9 {
 		t.Errorf("Highest = %v, want a:0 at 16 and b:2 at 9", h)
 	}
 }

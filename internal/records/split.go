@@ -4,6 +4,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"projector/internal/fetch"
+	"projector/internal/offsets"
 	"projector/pkg/events"
 )
 
@@ -19,11 +20,11 @@ type Poison struct {
 // transaction markers and records of aborted transactions) counts in its
 // partition's range only, with all the offsets it stands for, so the
 // watermarks and commits move past them.
-func Split(msgs []kafka.Message, maxBytes int) ([]Record, []Poison, []Range) {
-	recs := make([]Record, 0, len(msgs))
+func Split(msgs []kafka.Message, maxBytes int) ([]offsets.Record, []Poison, []offsets.Range) {
+	recs := make([]offsets.Record, 0, len(msgs))
 	var bad []Poison
-	idx := map[TopicPartition]int{}
-	var ranges []Range
+	idx := map[offsets.TopicPartition]int{}
+	var ranges []offsets.Range
 	for _, m := range msgs {
 		tp := Of(m)
 		first, skipped := fetch.SkippedOf(m)
@@ -35,7 +36,7 @@ func Split(msgs []kafka.Message, maxBytes int) ([]Record, []Poison, []Range) {
 			ranges[j].Last = max(ranges[j].Last, m.Offset)
 		} else {
 			idx[tp] = len(ranges)
-			ranges = append(ranges, Range{Topic: m.Topic, Partition: m.Partition, First: first, Last: m.Offset})
+			ranges = append(ranges, offsets.Range{Topic: m.Topic, Partition: m.Partition, First: first, Last: m.Offset})
 		}
 		if skipped {
 			continue
@@ -49,7 +50,7 @@ func Split(msgs []kafka.Message, maxBytes int) ([]Record, []Poison, []Range) {
 			bad = append(bad, Poison{m, err.Error()})
 			continue
 		}
-		recs = append(recs, Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Event: ev})
+		recs = append(recs, offsets.Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Event: ev})
 	}
 	return recs, bad, ranges
 }
@@ -57,8 +58,8 @@ func Split(msgs []kafka.Message, maxBytes int) ([]Record, []Poison, []Range) {
 // Highest returns the message with the highest offset of each partition
 // among msgs (a placeholder of skipped offsets included: committing it
 // commits past them).
-func Highest(msgs []kafka.Message) map[TopicPartition]kafka.Message {
-	last := map[TopicPartition]kafka.Message{}
+func Highest(msgs []kafka.Message) map[offsets.TopicPartition]kafka.Message {
+	last := map[offsets.TopicPartition]kafka.Message{}
 	for _, m := range msgs {
 		tp := Of(m)
 		if l, ok := last[tp]; !ok || m.Offset > l.Offset {

@@ -5,6 +5,7 @@ import (
 
 	"projector/internal/config"
 	"projector/internal/kafkaconn"
+	"projector/internal/offsets"
 	"projector/internal/records"
 )
 
@@ -22,7 +23,7 @@ func rebuildDLQMarks(ctx context.Context, cfg config.Config, marks *records.DLQM
 	n := 0
 	err = records.ReadDeadLetters(ctx, conn, cfg.Kafka.DLQTopic, 0, func(topic string, partition int, offset int64) {
 		n++
-		f := records.TopicPartition{Topic: topic, Partition: partition}.String()
+		f := offsets.TopicPartition{Topic: topic, Partition: partition}.String()
 		if o, ok := highest[f]; !ok || offset > o {
 			highest[f] = offset
 		}
