@@ -49,6 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Partitions, "partitions", 4, "partitions per topic")
 	fs.IntVar(&cfg.Redis.Masters, "cluster", 0, "run a Redis Cluster with this many masters (0: standalone)")
 	fs.IntVar(&cfg.Redis.Replicas, "replicas", 0, "replicas of the standalone server (REPLICAOF, synced before the run)")
+	fs.BoolVar(&cfg.Redis.Sentinel, "sentinel", false, "three Sentinels monitor the standalone server; the consumer, replayer and peer reach it through them (redis.mode sentinel)")
 	server := fs.String("server", "redis", "server of the measured deployment: redis (redis-server on PATH), valkey (the test environment's valkey-server) or a path")
 	fs.StringVar(&cfg.Redis.AOF, "aof", "", "append-only file on every server with this appendfsync: everysec or always (empty: off)")
 	batch := fs.Int("batch", 0, "consumer batch.max_events (0: the consumer's default)")
@@ -159,6 +160,8 @@ func checkRedis(o bench.RedisOptions) error {
 		return errors.New("-replicas must not be negative")
 	case o.Replicas > 0 && o.Masters > 0:
 		return errors.New("-replicas works with a standalone server only (not with -cluster)")
+	case o.Sentinel && o.Masters > 0:
+		return errors.New("-sentinel works with a standalone server only (not with -cluster)")
 	case o.AOF != "" && o.AOF != "everysec" && o.AOF != "always":
 		return fmt.Errorf("-aof %q: want everysec or always", o.AOF)
 	}

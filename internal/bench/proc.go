@@ -38,17 +38,25 @@ type Proc struct {
 }
 
 // Env returns the PROJECTOR_* environment for a consumer or replayer using
-// brokers and Redis r, serving HTTP on httpAddr, plus extra "K=V" entries.
+// brokers and Redis r (through its Sentinels when it has them), serving
+// HTTP on httpAddr, plus extra "K=V" entries.
 func Env(brokers string, r *Redis, httpAddr string, extra ...string) []string {
+	addrs := r.Addrs()
+	if len(r.Sentinels()) > 0 {
+		addrs = r.Sentinels()
+	}
 	env := append(os.Environ(),
 		"PROJECTOR_KAFKA_BROKERS="+brokers,
-		"PROJECTOR_REDIS_ADDRS="+strings.Join(r.Addrs(), ","),
+		"PROJECTOR_REDIS_ADDRS="+strings.Join(addrs, ","),
 		"PROJECTOR_HTTP_ADDR="+httpAddr,
 		"PROJECTOR_LOG_LEVEL=warn",
 		"PROJECTOR_LOG_FORMAT=json",
 	)
-	if r.Cluster {
+	switch {
+	case r.Cluster:
 		env = append(env, "PROJECTOR_REDIS_MODE=cluster")
+	case len(r.Sentinels()) > 0:
+		env = append(env, "PROJECTOR_REDIS_MODE=sentinel", "PROJECTOR_REDIS_SENTINEL_MASTER_NAME="+SentinelMaster)
 	}
 	return append(env, extra...)
 }

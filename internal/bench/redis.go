@@ -24,12 +24,17 @@ import (
 // Redis is a set of redis-server (or valkey-server) processes: one
 // standalone server with its replicas, or the masters of a cluster.
 type Redis struct {
-	Cluster  bool
-	addrs    []string // the masters
-	replicas []string
-	procs    []*exec.Cmd
-	client   redis.UniversalClient
+	Cluster   bool
+	addrs     []string // the masters
+	replicas  []string
+	sentinels []string // Sentinels monitoring the standalone master as SentinelMaster
+	procs     []*exec.Cmd
+	client    redis.UniversalClient
 }
+
+// SentinelMaster is the name the Sentinels of RedisOptions.Sentinels
+// monitor the standalone master under.
+const SentinelMaster = "bench"
 
 // RedisOptions says which servers StartRedis starts.
 type RedisOptions struct {
@@ -46,14 +51,18 @@ type RedisOptions struct {
 	AOF string
 	// Args are extra server arguments (e.g. --hash-max-listpack-entries 16).
 	Args []string
+	// Sentinel starts three Sentinels (the server binary with --sentinel)
+	// monitoring the standalone server, and the consumer, replayer and peer
+	// reach it through them (redis.mode sentinel).
+	Sentinel bool
 }
 
 // StartRedis starts the servers o describes on free loopback ports, with
 // files under dir and no RDB snapshots.
 func StartRedis(ctx context.Context, dir string, o RedisOptions) (*Redis, error) {
 	r := &Redis{Cluster: o.Masters > 0}
-	if r.Cluster && o.Replicas > 0 {
-		return r, errors.New("replicas are supported on a standalone server only")
+	if r.Cluster && (o.Replicas > 0 || o.Sentinel) {
+		return r, errors.New("replicas and Sentinels are supported on a standalone server only")
 	}
 	for i := range max(o.Masters, 1) + o.Replicas {
 		nd := filepath.Join(dir, "redis-"+strconv.Itoa(i))
@@ -87,7 +96,13 @@ func StartRedis(ctx context.Context, dir string, o RedisOptions) (*Redis, error)
 		return r, nil
 	}
 	r.client = redis.NewClient(&redis.Options{Addr: r.addrs[0]})
-	return r, r.waitReplicas(ctx)
+	if err := r.waitReplicas(ctx); err != nil {
+		return r, err
+	}
+	if o.Sentinel {
+		return r, r.startSentinels(ctx, dir, o)
+	}
+	return r, nil
 }
 
 // start runs one server with its files in dir and returns its address.
@@ -118,6 +133,10 @@ func (r *Redis) start(dir string, o RedisOptions, role []string) (string, error)
 
 // Addrs returns the masters' addresses.
 func (r *Redis) Addrs() []string { return r.addrs }
+
+// Sentinels returns the addresses of the Sentinels (none unless
+// RedisOptions.Sentinel).
+func (r *Redis) Sentinels() []string { return r.sentinels }
 
 // Client returns a client for the whole deployment.
 func (r *Redis) Client() redis.UniversalClient { return r.client }

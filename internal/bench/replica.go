@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -99,4 +101,62 @@ func ServerBinary(name, repo string) (string, error) {
 	default:
 		return name, nil
 	}
+}
+
+// startSentinels starts three Sentinels monitoring the standalone master
+// (quorum 2), with their files under dir, and waits up to 30s until each
+// knows the replicas and the two other Sentinels.
+func (r *Redis) startSentinels(ctx context.Context, dir string, o RedisOptions) error {
+	host, port, _ := strings.Cut(r.addrs[0], ":")
+	for i := range 3 {
+		sd := filepath.Join(dir, "sentinel-"+strconv.Itoa(i))
+		if err := os.MkdirAll(sd, 0o755); err != nil {
+			return fmt.Errorf("sentinel dir: %w", err)
+		}
+		p, err := freePort(false)
+		if err != nil {
+			return err
+		}
+		conf := filepath.Join(sd, "sentinel.conf")
+		lines := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\nprotected-mode no\nsentinel monitor %s %s %s 2\n"+
+			"sentinel down-after-milliseconds %s 5000\nsentinel failover-timeout %s 10000\n",
+			p, sd, filepath.Join(sd, "sentinel.log"), SentinelMaster, host, port, SentinelMaster, SentinelMaster)
+		if err := os.WriteFile(conf, []byte(lines), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", conf, err)
+		}
+		cmd := exec.Command(cmp.Or(o.Server, "redis-server"), conf, "--sentinel")
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("start a Sentinel: %w", err)
+		}
+		r.procs = append(r.procs, cmd)
+		r.sentinels = append(r.sentinels, "127.0.0.1:"+strconv.Itoa(p))
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := r.sentinelsReady(ctx)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("sentinels not ready after 30s: %w", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// sentinelsReady returns nil when every Sentinel knows the master, its
+// replicas and the other Sentinels, else what is missing.
+func (r *Redis) sentinelsReady(ctx context.Context) error {
+	for _, a := range r.sentinels {
+		c := redis.NewSentinelClient(&redis.Options{Addr: a})
+		m, err := c.Master(ctx, SentinelMaster).Result()
+		_ = c.Close()
+		if err != nil {
+			return fmt.Errorf("sentinel %s: %w", a, err)
+		}
+		if m["num-slaves"] != strconv.Itoa(len(r.replicas)) || m["num-other-sentinels"] != strconv.Itoa(len(r.sentinels)-1) {
+			return fmt.Errorf("sentinel %s knows %s replicas and %s other Sentinels", a, m["num-slaves"], m["num-other-sentinels"])
+		}
+	}
+	return nil
 }

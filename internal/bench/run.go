@@ -110,8 +110,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	ro := cfg.Redis
-	e.logf("starting %s (cluster masters: %d, replicas: %d, appendfsync: %q), a redis-server for the calibration, and Apache Kafka",
-		cmp.Or(ro.Server, "redis-server"), ro.Masters, ro.Replicas, ro.AOF)
+	e.logf("starting %s (cluster masters: %d, replicas: %d, appendfsync: %q, Sentinels: %v), a redis-server for the calibration, and Apache Kafka",
+		cmp.Or(ro.Server, "redis-server"), ro.Masters, ro.Replicas, ro.AOF, ro.Sentinel)
 	e.redis, err = StartRedis(ctx, filepath.Join(cfg.Dir, "redis"), ro)
 	defer e.redis.Stop()
 	if err != nil {
