@@ -18,6 +18,7 @@ import (
 	"projector/internal/app"
 	"projector/internal/config"
 	"projector/internal/embedded"
+	"projector/internal/obs"
 )
 
 func main() {
@@ -41,8 +42,8 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	var err error
 	defer func() { _ = log.Sync() }()
 	if cfg.Embedded {
-		log.Info("no kafka.brokers and no redis.addrs configured: running the embedded demo")
-		err = embedded.Run(ctx, cfg, embedded.Options{Rate: *demoRate, Out: stdout}, log)
+		log.Debug("no kafka.brokers and no redis.addrs configured: running the embedded demo")
+		err = embedded.Run(ctx, cfg, embedded.Options{Rate: *demoRate, Out: stdout, Terminal: stdout == os.Stdout && obs.IsTerminal(os.Stdout)}, log)
 	} else {
 		err = app.Run(ctx, cfg, log, app.Hooks{})
 	}

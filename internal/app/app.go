@@ -30,6 +30,9 @@ type Hooks struct {
 	// Routes are extra handlers served on http.addr (the embedded demo's
 	// read API and dashboard).
 	Routes []obs.Route
+	// PoisonNote, when set, says why poison records are expected:
+	// consumer.Options.PoisonNote.
+	PoisonNote string
 }
 
 // Run runs one consumer until ctx ends; it returns nil after a clean shutdown.
@@ -94,7 +97,8 @@ func Run(ctx context.Context, cfg config.Config, log *zap.Logger, hooks Hooks) e
 		Withdraw: func(ctx context.Context) error {
 			return fingerprint.Withdraw(ctx, rdb, cfg.Redis.KeyPrefix, records.ProcessName())
 		},
-		MetaInfo: coord.Info(cfg.Kafka.GroupID, cfg.TimeZone, planner.Enabled()),
+		MetaInfo:   coord.Info(cfg.Kafka.GroupID, cfg.TimeZone, planner.Enabled()),
+		PoisonNote: hooks.PoisonNote,
 	}, applier, meta, records.NewDLQMarks(rdb, cfg.Redis.KeyPrefix), m, health, log.Named("consumer"))
 	go consumer.MonitorLag(ctx, kc, cfg.Kafka.GroupID, c.Topics, m, log.Named("lag"))
 	err = c.Run(ctx)

@@ -53,6 +53,11 @@ type Options struct {
 	// ShutdownGrace bounds how long a batch in flight may still retry Redis
 	// after the context ends (default 30s); past it the batch is left uncommitted.
 	ShutdownGrace time.Duration
+	// PoisonNote, when set, says why poison records are expected (the
+	// embedded demo generates them): each is then logged at debug level,
+	// and every interval gets one short summary line ending with the note.
+	// Unset, the first records of each reason are warnings in full.
+	PoisonNote string
 }
 
 // Applier is what the consumer needs of internal/apply.
@@ -106,8 +111,17 @@ func NewWith(opts Options, k Kafka, applier Applier, meta Meta, gate DLQGate, m 
 	opts = opts.withDefaults()
 	return &Consumer{opts: opts, kafka: k, applier: applier, meta: meta, gate: gate, metrics: m, health: h, log: log,
 		owner: records.UniqueName(), topics: newTopicWatch(opts.Topics, h, log),
-		poisonLog: logsample.New(log, "poison record dead-lettered", "poison records dead-lettered",
-			logsample.Options{Level: zapcore.WarnLevel})}
+		poisonLog: newPoisonLog(log, opts.PoisonNote)}
+}
+
+// newPoisonLog is the limiter of the "poison record dead-lettered" lines:
+// warnings, or with a note info summaries of debug lines.
+func newPoisonLog(log *zap.Logger, note string) *logsample.Limiter {
+	opts := logsample.Options{Level: zapcore.WarnLevel}
+	if note != "" {
+		opts = logsample.Options{Level: zapcore.InfoLevel, Brief: note}
+	}
+	return logsample.New(log, "poison record dead-lettered", "poison records dead-lettered", opts)
 }
 
 // withDefaults fills in the options left zero.

@@ -31,15 +31,26 @@ type Options struct {
 	Rate int
 	// Partitions per input topic.
 	Partitions int
-	// Out receives the human-readable progress lines.
+	// Out receives the banner and the progress lines.
 	Out io.Writer
+	// Terminal says Out is a terminal: progress lines are then bold.
+	Terminal bool
 	// ReportEvery is the interval between progress lines.
 	ReportEvery time.Duration
 }
 
+// poisonNote ends the consumer's summary of the generator's poison records.
+const poisonNote = "generated on purpose; --log-level debug lists them"
+
 // Run starts the in-process broker and Redis, points cfg at them, feeds the
-// broker with generated events and runs the consumer until ctx ends.
+// broker with generated events and runs the consumer until ctx ends. The
+// banner comes first: log lines wait until it is printed. About 1% of the
+// generated records are poison; the consumer summarizes them in one line
+// per interval and logs each at debug level.
 func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) error {
+	hold := newHoldLog()
+	defer hold.Release()
+	log = hold.Logger(log)
 	if opts.Partitions < 1 {
 		opts.Partitions = 4
 	}
@@ -68,16 +79,17 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 	go keepTime(ctx, mr)
 	metrics := make(chan *obs.Metrics, 1)
 	httpAddr := make(chan string, 1)
-	go report(ctx, opts, cfg, mr, st, metrics, httpAddr)
+	go report(ctx, opts, cfg, mr, st, metrics, httpAddr, hold.Release)
 	rdb := app.NewRedis(cfg.Redis)
 	defer rdb.Close()
 	routes, mon := dashboard.New(dashboard.Options{RDB: rdb, Config: cfg, Kafka: kafkaconn.Plain(cfg.Kafka.Brokers).Client(5 * time.Second),
 		Log: log.Named("api")})
 	go mon.Run(ctx)
 	return app.Run(ctx, cfg, log, app.Hooks{
-		HTTPAddr: func(a string) { httpAddr <- a },
-		Metrics:  func(m *obs.Metrics) { metrics <- m },
-		Routes:   routes,
+		HTTPAddr:   func(a string) { httpAddr <- a },
+		Metrics:    func(m *obs.Metrics) { metrics <- m },
+		Routes:     routes,
+		PoisonNote: poisonNote,
 	})
 }
 

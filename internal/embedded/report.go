@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,8 +22,10 @@ type status struct {
 	produced atomic.Int64
 }
 
-// report prints what the demo does: where things are, then progress lines.
-func report(ctx context.Context, opts Options, cfg config.Config, mr *miniredis.Miniredis, st *status, metrics <-chan *obs.Metrics, httpAddr <-chan string) {
+// report prints what the demo does: the banner (where to look), then, once
+// the banner is out, release lets the held log lines through, and a
+// progress line follows every opts.ReportEvery.
+func report(ctx context.Context, opts Options, cfg config.Config, mr *miniredis.Miniredis, st *status, metrics <-chan *obs.Metrics, httpAddr <-chan string, release func()) {
 	var m *obs.Metrics
 	select {
 	case m = <-metrics:
@@ -35,21 +38,8 @@ func report(ctx context.Context, opts Options, cfg config.Config, mr *miniredis.
 	case <-ctx.Done():
 		return
 	}
-	day := time.Now().In(cfg.Location).Format("2006-01-02")
-	p := cfg.Redis.KeyPrefix
-	fmt.Fprintf(opts.Out, `projector embedded demo
-  in-process Kafka   %v  (topics %v, dead letters %s)
-  in-process Redis   %s
-  dashboard          http://localhost:%s/   read API http://localhost:%s/api/
-  metrics            http://%s/metrics   readiness http://%s/readyz
-  look at the keys:
-    redis-cli -p %s ZREVRANGE '%sbest:{g}:%s' 0 9 WITHSCORES     # today's bestsellers
-    redis-cli -p %s ZREVRANGE '%spv:{g}:%s' 0 9 WITHSCORES       # most viewed today
-    redis-cli -p %s GET '%sst:{g}:views:%s'                      # views today
-    redis-cli -p %s ZREVRANGE '%slv:{u:u1}' 0 -1 WITHSCORES       # what user u1 viewed last
-  Ctrl-C stops.
-`, cfg.Kafka.Brokers, cfg.Kafka.Topics, cfg.Kafka.DLQTopic, mr.Addr(), port(addr), port(addr), addr, addr,
-		mr.Port(), p, day, mr.Port(), p, day, mr.Port(), p, day, mr.Port(), p)
+	fmt.Fprint(opts.Out, banner(opts, cfg, mr.Port(), port(addr)))
+	release()
 	t := time.NewTicker(opts.ReportEvery)
 	defer t.Stop()
 	start := time.Now()
@@ -63,12 +53,39 @@ func report(ctx context.Context, opts Options, cfg config.Config, mr *miniredis.
 			applied := sumEvents(m, "applied")
 			produced := float64(st.produced.Load())
 			secs := now.Sub(last).Seconds()
-			fmt.Fprintf(opts.Out, "[%4.0fs] produced %.0f (%.0f/s)  applied %.0f (%.0f ev/s)  duplicates %.0f  dead-lettered %.0f  redis keys %d\n",
-				now.Sub(start).Seconds(), produced, (produced-lastProduced)/secs, applied, (applied-lastApplied)/secs,
+			line := fmt.Sprintf("%s [%4.0fs] produced %.0f (%.0f/s)  applied %.0f (%.0f ev/s)  duplicates %.0f  dead-lettered %.0f  redis keys %d",
+				ProgressMark, now.Sub(start).Seconds(), produced, (produced-lastProduced)/secs, applied, (applied-lastApplied)/secs,
 				value(m.Duplicates), sumEvents(m, "poison"), len(mr.Keys()))
+			if opts.Terminal {
+				line = "\x1b[1m" + line + "\x1b[0m"
+			}
+			fmt.Fprintln(opts.Out, line)
 			lastApplied, lastProduced, last = applied, produced, now
 		}
 	}
+}
+
+// ProgressMark starts every progress line of the demo.
+const ProgressMark = ">>"
+
+// banner is what the demo prints first: what runs, the dashboard, two
+// redis-cli commands to try, and the in-process Kafka.
+func banner(opts Options, cfg config.Config, redisPort, httpPort string) string {
+	rate := fmt.Sprintf("%d generated events/s", opts.Rate)
+	if opts.Rate <= 0 {
+		rate = "generated events as fast as it goes"
+	}
+	p := cfg.Redis.KeyPrefix
+	day := time.Now().In(cfg.Location).Format("2006-01-02")
+	best := fmt.Sprintf("redis-cli -p %s ZREVRANGE '%sbest:{g}:%s' 0 9 WITHSCORES", redisPort, p, day)
+	lv := fmt.Sprintf("redis-cli -p %s ZREVRANGE '%slv:{u:u1}' 0 -1 WITHSCORES", redisPort, p)
+	w := max(len(best), len(lv))
+	return fmt.Sprintf(`projector embedded demo: Kafka and Redis in this process, %s (Ctrl-C stops)
+  dashboard  http://localhost:%s/   (read API /api/, metrics /metrics)
+  redis      %-*s   # today's bestsellers
+             %-*s   # what user u1 viewed last
+  kafka      %s: %s; dead letters in %s
+`, rate, httpPort, w, best, w, lv, strings.Join(cfg.Kafka.Brokers, ","), strings.Join(cfg.Kafka.Topics, ", "), cfg.Kafka.DLQTopic)
 }
 
 // sumEvents adds projector_events_total over the types for one outcome.

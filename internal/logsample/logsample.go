@@ -1,7 +1,9 @@
 // Package logsample rate-limits a log line that is written once per record
 // (a poison record dead-lettered, say): the first few lines of each reason
 // class in an interval are written in full, the rest only counted, and one
-// summary line per interval gives the counts by class.
+// summary line per interval gives the counts by class. In brief mode (for
+// lines that are expected, as the embedded demo's deliberate poison) the
+// full lines go to debug level and the summary is one short line.
 package logsample
 
 import (
@@ -42,6 +44,11 @@ type Options struct {
 	// Level is the level of the full lines and the summaries (zapcore's
 	// zero value is info).
 	Level zapcore.Level
+	// Brief, when not empty, writes the full lines at debug level and the
+	// summary of every interval with lines as one short line at Level,
+	// "<summary>: <n> in the last <interval> (<Brief>)", with the count as
+	// its only field.
+	Brief string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -103,7 +110,11 @@ func (l *Limiter) Log(class string, fields ...zap.Field) {
 	}
 	l.mu.Unlock()
 	if write {
-		l.log.Log(l.opts.Level, l.msg, append(fields, zap.String("class", class))...)
+		level := l.opts.Level
+		if l.opts.Brief != "" {
+			level = zapcore.DebugLevel
+		}
+		l.log.Log(level, l.msg, append(fields, zap.String("class", class))...)
 	}
 }
 
@@ -145,13 +156,17 @@ func (l *Limiter) rollLocked(now time.Time) {
 }
 
 // summarizeLocked writes the summary line of the interval (when some lines
-// were only counted) and resets the counts.
+// were only counted, or in brief mode when it had any) and resets the counts.
 func (l *Limiter) summarizeLocked(now time.Time) {
 	if l.start.IsZero() {
 		return
 	}
-	if l.total > l.full {
-		took := now.Sub(l.start)
+	took := now.Sub(l.start)
+	switch {
+	case l.opts.Brief != "":
+		l.log.Log(l.opts.Level, fmt.Sprintf("%s: %d in the last %s (%s)", l.summary, l.total, span(took), l.opts.Brief),
+			zap.Int("count", l.total))
+	case l.total > l.full:
 		l.log.Log(l.opts.Level, fmt.Sprintf("%s: %d in the last %s (%s)", l.summary, l.total, span(took), byCount(l.counts)),
 			zap.Int("count", l.total), zap.Int("logged_in_full", l.full), zap.Duration("interval", took),
 			zap.Any("by_class", l.counts))

@@ -168,3 +168,40 @@ func TestRunTicksUntilContextEnds(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// In brief mode the full lines go to debug level and each interval with
+// lines gets one short summary at the Limiter's level, with the count as
+// its only field: at info level one line per interval remains.
+func TestBriefWritesFullLinesAtDebug(t *testing.T) {
+	l, logs, c := newTest(Options{PerClass: 2, Interval: 10 * time.Second, Level: zapcore.InfoLevel,
+		Brief: "generated on purpose; --log-level debug shows each"})
+	for i := range 5 {
+		l.Log("not JSON", zap.Int("i", i))
+	}
+	l.Log("bad ts")
+	c.Add(10 * time.Second)
+	l.Tick()
+	all := logs.All()
+	if len(all) != 4 {
+		t.Fatalf("%d lines, want 3 full lines and 1 summary: %q", len(all), messages(logs))
+	}
+	for _, e := range all[:3] {
+		if e.Level != zapcore.DebugLevel || e.Message != "poison record dead-lettered" {
+			t.Errorf("full line %q at %v, want at debug", e.Message, e.Level)
+		}
+	}
+	sum := all[3]
+	want := "poison records dead-lettered: 6 in the last 10s (generated on purpose; --log-level debug shows each)"
+	if sum.Message != want || sum.Level != zapcore.InfoLevel {
+		t.Errorf("summary %q at %v, want %q at info", sum.Message, sum.Level, want)
+	}
+	if f := sum.ContextMap(); len(f) != 1 || f["count"] != int64(6) {
+		t.Errorf("summary fields %v, want only count 6", f)
+	}
+	// An interval whose every line was written (at debug) still gets its summary.
+	l.Log("bad ts")
+	l.Flush()
+	if last := logs.All()[logs.Len()-1]; !strings.HasPrefix(last.Message, "poison records dead-lettered: 1 in the last") {
+		t.Errorf("last line %q, want the summary of 1", last.Message)
+	}
+}
