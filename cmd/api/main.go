@@ -27,6 +27,7 @@ import (
 	"projector/internal/dashboard"
 	"projector/internal/kafkaconn"
 	"projector/internal/obs"
+	"projector/internal/version"
 )
 
 func main() {
@@ -36,12 +37,17 @@ func main() {
 }
 
 // run is main with its inputs passed in; it returns the exit code: 0 after
-// ctx ends, 2 for bad configuration, a master name no Sentinel knows or a
+// ctx ends or --version, 2 for bad configuration, a master name no Sentinel knows or a
 // Redis server that evicts keys (redis.allow_eviction unset), 1 when the
 // HTTP server cannot start or Redis refuses the credentials. Readiness
 // waits for Redis and its policy check.
 func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	if version.Asked(args) {
+		fmt.Fprintln(stdout, version.String("api"))
+		return 0
+	}
 	fs := pflag.NewFlagSet("api", pflag.ContinueOnError)
+	fs.Bool("version", false, version.Usage)
 	cfg, log, code := app.Setup(fs, args, environ, stderr)
 	if log == nil {
 		return code

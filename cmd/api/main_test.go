@@ -127,3 +127,14 @@ func TestServesAPIMetricsAndHealth(t *testing.T) {
 		t.Fatalf("exit code %d after cancel", code)
 	}
 }
+
+// --version prints one line naming the command, the module version and the
+// VCS revision and exits 0, whatever the rest of the configuration says.
+func TestVersionFlag(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"--version"}, []string{"PROJECTOR_NO_SUCH_KEY=1"}, &out, &errOut)
+	line := strings.TrimRight(out.String(), "\n")
+	if code != 0 || strings.Contains(line, "\n") || !strings.HasPrefix(line, "api: projector ") || !strings.Contains(line, ", revision ") {
+		t.Errorf("--version: exit %d, stdout %q, stderr %q; want 0 and one line naming api, the module and the revision", code, line, errOut.String())
+	}
+}

@@ -27,6 +27,7 @@ import (
 
 	"projector/internal/bench"
 	"projector/internal/bench/peer"
+	"projector/internal/version"
 )
 
 func main() {
@@ -69,8 +70,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.ProfileSeconds, "profile", 0, "take CPU profiles of the consumer and the peer for this many seconds, of the backlog and of each live phase (saved in -dir as <name>.pprof, <name>-live<rate>.pprof), and of the whole replay (replayer.pprof)")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for servers, binaries, logs and profiles (default: a new temporary one)")
 	fs.StringVar(&cfg.Repo, "repo", ".", "the projector repository")
+	showVersion := fs.Bool("version", false, version.Usage)
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version.String("bench"))
+		return 0
 	}
 	if cfg.Load.Events < 1 || cfg.Load.Users < 1 || cfg.Load.Products < 2 || cfg.Partitions < 1 || cfg.LiveRounds < 1 {
 		fmt.Fprintln(stderr, "bench: -events, -users, -partitions, -live-rounds must be at least 1 and -products at least 2")

@@ -92,3 +92,14 @@ func TestPrintLiveRounds(t *testing.T) {
 		t.Errorf("busiest command not first:\n%s", text)
 	}
 }
+
+// --version prints one line naming the command, the module version and the
+// VCS revision and exits 0 without starting anything.
+func TestVersionFlag(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"--version", "-events", "0"}, &out, &errOut)
+	line := strings.TrimRight(out.String(), "\n")
+	if code != 0 || strings.Contains(line, "\n") || !strings.HasPrefix(line, "bench: projector ") || !strings.Contains(line, ", revision ") {
+		t.Errorf("--version: exit %d, stdout %q, stderr %q; want 0 and one line naming bench, the module and the revision", code, line, errOut.String())
+	}
+}

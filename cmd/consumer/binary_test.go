@@ -176,3 +176,22 @@ func assertNoSecret(t *testing.T, where, text, secret string) {
 		t.Errorf("the secret appears in %s", where)
 	}
 }
+
+// The built binary answers --version with exit code 0; built without VCS
+// stamping (GOFLAGS=-buildvcs=false) it names the revision "unknown".
+func TestBinaryVersion(t *testing.T) {
+	if out, err := buildOnce(); err != nil {
+		t.Fatalf("go build ./cmd/consumer: %v\n%s", err, out)
+	}
+	out, err := exec.Command(binPath, "--version").Output()
+	if err != nil {
+		t.Fatalf("consumer --version: %v", err)
+	}
+	line := strings.TrimSpace(string(out))
+	if !strings.HasPrefix(line, "consumer: projector ") || !strings.Contains(line, ", revision ") {
+		t.Fatalf("consumer --version: %q", line)
+	}
+	if strings.Contains(os.Getenv("GOFLAGS"), "-buildvcs=false") && !strings.Contains(line, "revision unknown") {
+		t.Errorf("built with -buildvcs=false, yet %q names a revision", line)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"projector/internal/config"
 	"projector/internal/embedded"
 	"projector/internal/obs"
+	"projector/internal/version"
 )
 
 func main() {
@@ -26,15 +27,20 @@ func main() {
 }
 
 // run is main with its inputs and outputs passed in; it returns the exit code:
-// 0 after a clean stop, 2 for bad configuration or a Redis server that evicts
-// keys (redis.allow_eviction unset), 1 for other failures.
+// 0 after a clean stop or --version, 2 for bad configuration or a Redis
+// server that evicts keys (redis.allow_eviction unset), 1 for other failures.
 func run(args, environ []string, stdout, stderr io.Writer) int {
+	if version.Asked(args) {
+		fmt.Fprintln(stdout, version.String("consumer"))
+		return 0
+	}
 	// First of all, so that a SIGTERM during start-up is a clean stop too.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	app.TuneGC(app.ConsumerMemoryLimit)
 	fs := pflag.NewFlagSet("consumer", pflag.ContinueOnError)
 	demoRate := fs.Int("demo-rate", 2000, "embedded mode: generated events per second (0: as fast as possible)")
+	fs.Bool("version", false, version.Usage)
 	cfg, log, code := app.Setup(fs, args, environ, stderr)
 	if log == nil {
 		return code

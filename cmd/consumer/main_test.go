@@ -29,3 +29,15 @@ func TestBadConfigurationExitsTwo(t *testing.T) {
 		}
 	}
 }
+
+// --version prints one line naming the command, the module version and the
+// VCS revision ("unknown" in a build without VCS stamping) and exits 0,
+// whatever the rest of the configuration says.
+func TestVersionFlag(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"--version"}, []string{"PROJECTOR_NO_SUCH_KEY=1"}, &out, &errOut)
+	line := strings.TrimRight(out.String(), "\n")
+	if code != 0 || strings.Contains(line, "\n") || !strings.HasPrefix(line, "consumer: projector ") || !strings.Contains(line, ", revision ") {
+		t.Errorf("--version: exit %d, stdout %q, stderr %q; want 0 and one line naming consumer, the module and the revision", code, line, errOut.String())
+	}
+}

@@ -19,16 +19,21 @@ import (
 	"projector/internal/config"
 	"projector/internal/obs"
 	"projector/internal/replay"
+	"projector/internal/version"
 )
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 }
 
-// run returns the exit code: 0 done, 2 bad configuration or flags, a master
-// name no Sentinel knows or a Redis server that evicts keys
+// run returns the exit code: 0 done (or --version), 2 bad configuration or
+// flags, a master name no Sentinel knows or a Redis server that evicts keys
 // (redis.allow_eviction unset), 1 refused or failed.
 func run(args, environ []string, stdout, stderr io.Writer) int {
+	if version.Asked(args) {
+		fmt.Fprintln(stdout, version.String("replayer"))
+		return 0
+	}
 	// First of all, so that a SIGTERM during start-up is a clean stop too.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -44,6 +49,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	maxRate := fs.Int("max-rate", 0, "replay at most this many records per second (0: no limit), leaving Redis room for the running consumers; never limits a rebuild's handover")
 	parallel := fs.Int("parallel", replay.DefaultParallel, "lanes of partitions whose batches a replay after data loss applies concurrently")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	fs.Bool("version", false, version.Usage)
 	cfg, log, code := app.Setup(fs, args, environ, stderr)
 	if log == nil {
 		return code

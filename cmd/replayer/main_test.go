@@ -31,3 +31,14 @@ func TestBadInvocationExitsTwo(t *testing.T) {
 		}
 	}
 }
+
+// --version prints one line naming the command, the module version and the
+// VCS revision and exits 0, whatever the rest of the configuration says.
+func TestVersionFlag(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"--version", "--to", "soon"}, nil, &out, &errOut)
+	line := strings.TrimRight(out.String(), "\n")
+	if code != 0 || strings.Contains(line, "\n") || !strings.HasPrefix(line, "replayer: projector ") || !strings.Contains(line, ", revision ") {
+		t.Errorf("--version: exit %d, stdout %q, stderr %q; want 0 and one line naming replayer, the module and the revision", code, line, errOut.String())
+	}
+}
