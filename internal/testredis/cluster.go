@@ -19,8 +19,10 @@ const clusterSlots = 16384
 // Cluster is a Redis Cluster of master-only redis-server (or, with
 // WithValkey, valkey-server) processes started by StartCluster.
 type Cluster struct {
-	nodes  []*Server
-	client *redis.ClusterClient
+	cfg      config
+	nodes    []*Server
+	replicas []*Server // added by AddReplica
+	client   *redis.ClusterClient
 }
 
 // StartCluster starts masters server processes with cluster-enabled
@@ -41,7 +43,7 @@ func StartCluster(tb testing.TB, masters int, opts ...Option) *Cluster {
 	if err != nil {
 		tb.Fatalf("testredis: choose cluster ports: %v", err)
 	}
-	c := &Cluster{}
+	c := &Cluster{cfg: cfg}
 	for _, p := range ports {
 		c.nodes = append(c.nodes, startServer(tb, cfg, true, p))
 	}
@@ -112,8 +114,8 @@ func (c *Cluster) converged(ctx context.Context) error {
 		if fields["cluster_state"] != "ok" {
 			return fmt.Errorf("%s: cluster_state:%s", node.Addr(), fields["cluster_state"])
 		}
-		if fields["cluster_known_nodes"] != strconv.Itoa(len(c.nodes)) {
-			return fmt.Errorf("%s: cluster_known_nodes:%s, want %d", node.Addr(), fields["cluster_known_nodes"], len(c.nodes))
+		if want := len(c.nodes) + len(c.replicas); fields["cluster_known_nodes"] != strconv.Itoa(want) {
+			return fmt.Errorf("%s: cluster_known_nodes:%s, want %d", node.Addr(), fields["cluster_known_nodes"], want)
 		}
 		slots, err := cl.ClusterSlots(ctx).Result()
 		if err != nil {
@@ -198,4 +200,109 @@ func (c *Cluster) FlushAll(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// advanceOffset writes and deletes a key of master's slots, so that its
+// replication offset moves.
+func (c *Cluster) advanceOffset(ctx context.Context, master *Server) error {
+	mc := master.Client()
+	slots, err := mc.ClusterSlots(ctx).Result()
+	if err != nil {
+		return fmt.Errorf("CLUSTER SLOTS on %s: %w", master.Addr(), err)
+	}
+	for i := 0; i < 100000; i++ {
+		key := "testredis:offset:{" + strconv.Itoa(i) + "}"
+		slot, err := mc.ClusterKeySlot(ctx, key).Result()
+		if err != nil {
+			return fmt.Errorf("CLUSTER KEYSLOT on %s: %w", master.Addr(), err)
+		}
+		for _, sl := range slots {
+			if int64(sl.Start) <= slot && slot <= int64(sl.End) && len(sl.Nodes) > 0 && sl.Nodes[0].Addr == master.Addr() {
+				if err := mc.Set(ctx, key, "1", 0).Err(); err != nil {
+					return fmt.Errorf("SET %s on %s: %w", key, master.Addr(), err)
+				}
+				return mc.Del(ctx, key).Err()
+			}
+		}
+	}
+	return fmt.Errorf("no key of %s's slots found", master.Addr())
+}
+
+// listsReplica reports nil when every master's CLUSTER SLOTS names r as a
+// replica of master (clients learn the replicas from it).
+func (c *Cluster) listsReplica(ctx context.Context, master, r *Server) error {
+	for _, n := range c.nodes {
+		slots, err := n.Client().ClusterSlots(ctx).Result()
+		if err != nil {
+			return fmt.Errorf("CLUSTER SLOTS on %s: %w", n.Addr(), err)
+		}
+		for _, sl := range slots {
+			if len(sl.Nodes) == 0 || sl.Nodes[0].Addr != master.Addr() {
+				continue
+			}
+			found := false
+			for _, nd := range sl.Nodes[1:] {
+				found = found || nd.Addr == r.Addr()
+			}
+			if !found {
+				return fmt.Errorf("%s does not list %s as a replica of %s yet", n.Addr(), r.Addr(), master.Addr())
+			}
+		}
+	}
+	return nil
+}
+
+// AddReplica starts one more cluster node, joins it to the cluster as a
+// replica of master (a node of Nodes: CLUSTER MEET, CLUSTER REPLICATE) and
+// waits until it has synced with master and every master lists it (CLUSTER
+// SLOTS). It is
+// stopped by tb.Cleanup; failure fails the test.
+func (c *Cluster) AddReplica(tb testing.TB, master *Server) *Server {
+	tb.Helper()
+	ports, err := freePorts(1, true)
+	if err != nil {
+		tb.Fatalf("testredis: choose a replica port: %v", err)
+	}
+	r := startServer(tb, c.cfg, true, ports[0])
+	ctx := context.Background()
+	host, port, _ := strings.Cut(master.Addr(), ":")
+	if err := r.Client().ClusterMeet(ctx, host, port).Err(); err != nil {
+		tb.Fatalf("testredis: CLUSTER MEET %s from %s: %v", master.Addr(), r.Addr(), err)
+	}
+	id, err := master.Client().Do(ctx, "CLUSTER", "MYID").Text()
+	if err != nil {
+		tb.Fatalf("testredis: CLUSTER MYID on %s: %v", master.Addr(), err)
+	}
+	c.replicas = append(c.replicas, r)
+	deadline := time.Now().Add(c.cfg.readyTimeout)
+	for {
+		err := r.Client().Do(ctx, "CLUSTER", "REPLICATE", id).Err()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("testredis: CLUSTER REPLICATE %s on %s: %v", id, r.Addr(), err)
+		}
+		time.Sleep(50 * time.Millisecond) // the node learns of the master by gossip
+	}
+	// A master lists a replica once the replica reported a replication
+	// offset above 0, which takes a write on a master that had none (or its
+	// next PING to the replicas, 10 s later).
+	if err := c.advanceOffset(ctx, master); err != nil {
+		tb.Fatalf("testredis: %v", err)
+	}
+	for {
+		info, err := r.Client().Info(ctx, "replication").Result()
+		if err == nil && parseInfo(info)["master_link_status"] == "up" {
+			if err = c.converged(ctx); err == nil {
+				if err = c.listsReplica(ctx, master, r); err == nil {
+					return r
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("testredis: replica %s of %s not ready after %s: %v", r.Addr(), master.Addr(), c.cfg.readyTimeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

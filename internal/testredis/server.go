@@ -144,6 +144,9 @@ func (s *Server) args(port int) []string {
 		"--daemonize", "no",
 		"--protected-mode", "no",
 		"--save", "",
+		// A replica's first sync starts at once (not after the default 5 s
+		// wait for more replicas to join).
+		"--repl-diskless-sync-delay", "0",
 	}
 	if s.cfg.aof {
 		a = append(a, "--appendonly", "yes", "--appendfsync", "everysec")

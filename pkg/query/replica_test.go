@@ -133,3 +133,42 @@ func TestReadsFromSentinelReplica(t *testing.T) {
 	answers("the master is frozen")
 	master.Resume()
 }
+
+// TestReadsFromClusterReplica: on a Redis Cluster, a Reader whose Replica
+// is a ReadOnly cluster client reads a user's lists from the replica of
+// their slot, the MULTI of a history page included.
+func TestReadsFromClusterReplica(t *testing.T) {
+	c := testredis.StartCluster(t, 3)
+	ctx := context.Background()
+	f := fixtureOn(t, c.Client(), time.UTC)
+	key := f.keys.LastViewed("u1")
+	m, err := c.Client().MasterForKey(ctx, key)
+	must(0, err)
+	var master *testredis.Server
+	for _, n := range c.Nodes() {
+		if n.Addr() == m.Options().Addr {
+			master = n
+		}
+	}
+	replica := c.AddReplica(t, master)
+	ro := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ReadOnly: true, MaxRetries: -1, DisableIdentity: true})
+	t.Cleanup(func() { _ = ro.Close() })
+	r := New(c.Client(), Options{KeyPrefix: "shop:", Location: time.UTC, Projections: projections.Defaults(),
+		Now: func() time.Time { return f.now }, Replica: ro})
+	f.zadd(t, key, "p1", ms(time.Minute))
+	f.zadd(t, f.keys.History("u1", "", "", false), "p1@2026-12-02", ms(time.Minute))
+	if n, err := master.Client().Do(ctx, "WAIT", 1, 10000).Int(); err != nil || n != 1 {
+		t.Fatalf("WAIT 1 on %s: %d, %v", master.Addr(), n, err)
+	}
+	must(0, replica.Client().ConfigResetStat(ctx).Err())
+	equal(t, "last viewed", must(r.LastViewed(ctx, "u1")), []Viewed{{"p1", ms(time.Minute)}})
+	if h := must(r.History(ctx, "u1", Scope{}, 1, 10)); h.Total != 1 || len(h.Items) != 1 {
+		t.Fatalf("history: %+v", h)
+	}
+	stats := must(replica.Client().Info(ctx, "commandstats").Result())
+	for _, cmd := range []string{"cmdstat_zrange:", "cmdstat_exec:"} {
+		if !strings.Contains(stats, cmd) {
+			t.Errorf("the replica %s ran no %s\n%s", replica.Addr(), strings.Trim(cmd, "cmdstat_:"), stats)
+		}
+	}
+}
