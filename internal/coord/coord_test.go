@@ -177,3 +177,31 @@ func TestPauseWithoutLeaseIsReady(t *testing.T) {
 		t.Fatalf("key %q", m.Key())
 	}
 }
+
+// TestExpect: a replayer's check that the meta hash still holds what it set
+// fails once Redis went back to before it.
+func TestExpect(t *testing.T) {
+	ctx := context.Background()
+	rdb := testredis.StartStandalone(t).Client()
+	m := New(rdb, "", time.Now)
+	if _, err := m.Init(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := m.StartRebuild(ctx, []string{"stats"}, "R1", "S1"); err != nil || !st.Started {
+		t.Fatalf("start: %+v %v", st, err)
+	}
+	if err := m.MarkWiped(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want, err := m.Fields(ctx, FieldRebuildID, FieldRebuildWiped, HoldField("stats"))
+	if err != nil || want[FieldRebuildID] != "R1" || want[FieldRebuildWiped] == "" || want[HoldField("stats")] != HoldAll {
+		t.Fatalf("fields %v, %v", want, err)
+	}
+	if err := m.Expect(ctx, want); err != nil {
+		t.Fatalf("expect right after: %v", err)
+	}
+	rdb.HDel(ctx, m.Key(), FieldRebuildWiped) // Redis back to before the wipe
+	if err := m.Expect(ctx, want); err == nil || !strings.Contains(err.Error(), "went back in time") {
+		t.Fatalf("expect after the wipe was lost: %v", err)
+	}
+}

@@ -341,3 +341,40 @@ return 1`)
 // CheckpointPattern matches the rebuild's checkpoints px:rwm:* (deleted at
 // its start and end).
 func (m *Meta) CheckpointPattern() string { return m.keys.Prefix + "px:rwm:*" }
+
+// Expect returns an error unless the hash holds the fields as given: a
+// replayer checks before each batch of a rebuild that the state it set
+// (the rebuild, its holds, the wipe) is still there. Redis that went back
+// in time to before it (a restart from an older snapshot, a failover to a
+// replica that lagged) holds projection keys the rebuild did not wipe, and
+// replaying on top of them would count records twice; the run stops
+// instead, and a rerun starts over or resumes from what Redis holds.
+func (m *Meta) Expect(ctx context.Context, fields map[string]string) error {
+	names := make([]string, 0, len(fields))
+	for f := range fields {
+		names = append(names, f)
+	}
+	vals, err := m.rdb.HMGet(ctx, m.keys.Meta(), names...).Result()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", m.keys.Meta(), err)
+	}
+	for i, f := range names {
+		if got, _ := vals[i].(string); got != fields[f] {
+			return fmt.Errorf("%s holds %s = %q, not %q as this replayer set it: Redis went back in time or another replayer ended the rebuild; run the same command again", m.keys.Meta(), f, got, fields[f])
+		}
+	}
+	return nil
+}
+
+// Fields returns the fields f of the hash as they are now ("" for missing ones).
+func (m *Meta) Fields(ctx context.Context, f ...string) (map[string]string, error) {
+	vals, err := m.rdb.HMGet(ctx, m.keys.Meta(), f...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", m.keys.Meta(), err)
+	}
+	out := make(map[string]string, len(f))
+	for i, name := range f {
+		out[name], _ = vals[i].(string)
+	}
+	return out, nil
+}

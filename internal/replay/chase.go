@@ -30,6 +30,7 @@ type rebuildRun struct {
 	rdb     redis.UniversalClient
 	keys    projections.Keys
 	meta    *coord.Meta
+	expect  map[string]string // the meta fields of the rebuild once wiped, checked before every batch
 	names   []string
 	lease   *coord.Lease
 	planner *projections.Planner
@@ -173,6 +174,38 @@ func (r *rebuildRun) replay(ctx context.Context, plan ranges, mode apply.Rebuild
 	if err := a.LoadScript(ctx); err != nil {
 		return err
 	}
+	if r.expect == nil {
+		fields := []string{coord.FieldRebuild, coord.FieldRebuildID, coord.FieldRebuildWiped}
+		for _, n := range r.names {
+			fields = append(fields, coord.HoldField(n))
+		}
+		got, err := r.meta.Fields(ctx, fields...)
+		if err != nil {
+			return err
+		}
+		if got[coord.FieldRebuildID] != r.sel.Tag || got[coord.FieldRebuildWiped] == "" {
+			return fmt.Errorf("%s no longer holds this rebuild (id %q, wiped %q): Redis went back in time or another replayer ended it; run the same command again",
+				r.meta.Key(), got[coord.FieldRebuildID], got[coord.FieldRebuildWiped])
+		}
+		r.expect = got
+	}
 	r.prog.grow(plan.total())
-	return readAndApply(ctx, r.cfg, plan, batchOr(r.opts.BatchSize, RebuildBatch), a, r.sum, r.prog, opts...)
+	return readAndApply(ctx, r.cfg, plan, batchOr(r.opts.BatchSize, RebuildBatch), checked{a, r.meta, r.expect}, r.sum, r.prog, opts...)
+}
+
+// checked applies through the applier after checking, before every batch,
+// that the meta hash still holds the rebuild as this replayer set it
+// (coord.Meta.Expect).
+type checked struct {
+	batchApplier
+	meta   *coord.Meta
+	fields map[string]string
+}
+
+// Apply checks the meta hash, then applies the batch.
+func (c checked) Apply(ctx context.Context, recs []apply.Record, ranges []apply.Range) (apply.Result, error) {
+	if err := c.meta.Expect(ctx, c.fields); err != nil {
+		return apply.Result{Outcomes: make([]apply.Outcome, len(recs))}, err
+	}
+	return c.batchApplier.Apply(ctx, recs, ranges)
 }

@@ -159,7 +159,11 @@ func holdRebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis
 		return err
 	}
 	prog := newProgress(opts.Progress, opts.Terminal, plan.total()).publishTo(ctx, m)
-	if err := readAndApply(ctx, cfg, plan, batchOr(opts.BatchSize, RebuildBatch), applier, sum, prog, withPace(newPacer(opts.MaxRate, time.Now))); err != nil {
+	expect := map[string]string{coord.FieldRebuild: strings.Join(names, ",")}
+	for _, n := range names {
+		expect[coord.HoldField(n)] = coord.HoldUpTo(upTo)
+	}
+	if err := readAndApply(ctx, cfg, plan, batchOr(opts.BatchSize, RebuildBatch), checked{applier, m, expect}, sum, prog, withPace(newPacer(opts.MaxRate, time.Now))); err != nil {
 		return err
 	}
 	waitingSince := time.Now()
