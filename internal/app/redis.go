@@ -79,6 +79,9 @@ func redisSetupError(err error) error {
 	if errors.As(err, &sa) {
 		return sa
 	}
+	if redis.IsPermissionError(err) {
+		return fmt.Errorf("redis refused a command to this user (NOPERM: its ACL lacks a command or key pattern the process needs, listed in docs/operations.md): %w", err)
+	}
 	if authError(err) {
 		return fmt.Errorf("redis refused the credentials (check redis.username and redis.password, PROJECTOR_REDIS_PASSWORD or redis.password_file): %w", err)
 	}

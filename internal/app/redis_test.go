@@ -68,6 +68,10 @@ func TestRedisACLUser(t *testing.T) {
 	if err == nil || !permanent(fmt.Errorf("load apply script: %w", err)) {
 		t.Fatalf("SCRIPT LOAD without the permission: error %v; want a permanent permission error", err)
 	}
+	if msg := redisSetupError(fmt.Errorf("load apply script: %w", err)).Error(); !strings.Contains(msg, "refused a command to this user") ||
+		!strings.Contains(msg, "docs/operations.md") {
+		t.Errorf("setup error %q: want it to say the user lacks a command, and where the ACL is listed", msg)
+	}
 }
 
 // freePort returns a loopback port that was free a moment ago.

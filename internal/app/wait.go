@@ -22,10 +22,11 @@ func syncOf(w config.WaitConfig) apply.Sync {
 }
 
 // checkWait makes sure every master can do what redis.wait asks: WAITAOF
-// needs Redis 7.2+ or Valkey and appendonly yes (else a *config.KeyError:
-// start-up stops with exit code 2); fewer connected replicas than
-// redis.wait.replicas is only a warning (replicas may join later; batches
-// wait for them meanwhile).
+// needs Redis 7.2+ or Valkey and appendonly yes, and the Redis user must be
+// allowed WAIT and WAITAOF (else a *config.KeyError: start-up stops with
+// exit code 2); fewer connected replicas than redis.wait.replicas is only a
+// warning (replicas may join later; batches wait for them meanwhile), and a
+// user refused INFO skips that count with a warning.
 func checkWait(ctx context.Context, rdb redis.UniversalClient, w config.WaitConfig, log *zap.Logger) error {
 	if w.Replicas == 0 && !w.AOF {
 		return nil
@@ -34,6 +35,9 @@ func checkWait(ctx context.Context, rdb redis.UniversalClient, w config.WaitConf
 		addr := redischeck.Addr(ctx, c)
 		if w.AOF {
 			if err := c.Do(ctx, "WAITAOF", 1, 0, 1).Err(); err != nil {
+				if redis.IsPermissionError(err) {
+					return &config.KeyError{Key: "redis.wait.aof", Msg: fmt.Sprintf("redis %s refused WAITAOF to this user (allow +waitaof): %v", addr, err)}
+				}
 				if redisError(err) {
 					return &config.KeyError{Key: "redis.wait.aof", Msg: fmt.Sprintf("redis %s cannot WAITAOF (needs Redis 7.2+ or Valkey with appendonly yes): %v", addr, err)}
 				}
@@ -41,7 +45,17 @@ func checkWait(ctx context.Context, rdb redis.UniversalClient, w config.WaitConf
 			}
 		}
 		if w.Replicas > 0 {
+			if err := c.Do(ctx, "WAIT", 0, 1).Err(); redischeck.Refused(err) {
+				return &config.KeyError{Key: "redis.wait.replicas", Msg: fmt.Sprintf("redis %s refused WAIT to this user (allow +wait): %v", addr, err)}
+			} else if err != nil {
+				return err
+			}
 			info, err := c.Info(ctx, "replication").Result()
+			if redischeck.Refused(err) {
+				log.Warn("redis refused INFO: the count of connected replicas against redis.wait.replicas is skipped",
+					zap.String("redis", addr), zap.Error(err))
+				return nil
+			}
 			if err != nil {
 				return fmt.Errorf("INFO replication on %s: %w", addr, err)
 			}

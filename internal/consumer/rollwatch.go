@@ -9,6 +9,7 @@ import (
 
 	"projector/internal/coord"
 	"projector/internal/offsets"
+	"projector/internal/redischeck"
 )
 
 // How often watchRollback looks at the servers' identity, and how often it
@@ -24,9 +25,14 @@ const (
 // server's identity changes (a restart, a promoted replica) and every
 // offsetsEvery, it compares the group's committed offsets with the
 // watermarks in Redis, and hands the lost ranges to the consume loop.
+//
+// A server that refuses INFO (an ACL user without +info) turns the identity
+// check off, with one warning; the other occasions still hold.
 func (c *Consumer) watchRollback(ctx context.Context, jobs chan<- []lost) {
 	var (
 		ids     map[string]string
+		looked  bool // findLost succeeded once
+		warned  bool // the refusal of INFO was logged
 		dials   uint64
 		lastRun time.Time
 		t       = time.NewTicker(identityEvery)
@@ -35,10 +41,19 @@ func (c *Consumer) watchRollback(ctx context.Context, jobs chan<- []lost) {
 	for {
 		now, reason := c.opts.Now(), ""
 		cur, err := c.meta.Identity(ctx)
+		if err != nil && redischeck.Refused(err) {
+			if !warned {
+				c.log.Warn("redis refused INFO: the server-identity check (run_id, master_replid) is off: a restart or failover "+
+					"that takes Redis back in time is found at the next batch of each partition, or within 30s, instead of at once; "+
+					"allow +info for this Redis user (docs/operations.md)", zap.Error(err))
+				warned = true
+			}
+			cur, err = nil, nil
+		}
 		switch {
 		case err != nil:
 			// unreachable: the batch in flight retries, and the next look decides
-		case ids == nil:
+		case !looked:
 			reason = "start"
 		case !maps.Equal(ids, cur):
 			reason = "a redis server's identity changed"
@@ -57,7 +72,7 @@ func (c *Consumer) watchRollback(ctx context.Context, jobs chan<- []lost) {
 					c.log.Debug("compare committed offsets with redis watermarks", zap.Error(err))
 				}
 			} else {
-				ids, lastRun = cur, now
+				ids, lastRun, looked = cur, now, true
 				if len(ls) > 0 {
 					c.log.Warn("committed records missing from redis", zap.String("found_at", reason), zap.Stringers("lost", ls))
 					select {

@@ -167,10 +167,22 @@ func policyOf(ctx context.Context, c *redis.Client) (result, error) {
 	return result{Server: Server{Addr: addr, Policy: p}}, nil
 }
 
-// refused reports a server's refusal of CONFIG GET: NOPERM, or an ERR reply
-// about an unknown (renamed) or disabled command. Other replies (LOADING,
-// too many clients) and connection errors are worth retrying.
+// refused reports a server's refusal of CONFIG GET: Refused, or an ERR
+// reply about a disabled CONFIG. Other replies (LOADING, too many clients)
+// and connection errors are worth retrying.
 func refused(err error) bool {
+	if Refused(err) {
+		return true
+	}
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(strings.ToLower(re.Error()), "err") &&
+		strings.Contains(strings.ToLower(re.Error()), "config")
+}
+
+// Refused reports a server's refusal of a command: NOPERM (the ACL user
+// may not run it), or an ERR reply about an unknown (renamed away) command
+// or subcommand. Retrying does not change it.
+func Refused(err error) bool {
 	if redis.IsPermissionError(err) {
 		return true
 	}
@@ -180,7 +192,7 @@ func refused(err error) bool {
 	}
 	msg := strings.ToLower(re.Error())
 	return strings.HasPrefix(msg, "err") && (strings.Contains(msg, "unknown command") ||
-		strings.Contains(msg, "unknown subcommand") || strings.Contains(msg, "config"))
+		strings.Contains(msg, "unknown subcommand"))
 }
 
 // OutOfMemory reports a Redis OOM reply: maxmemory is reached and the

@@ -2,6 +2,7 @@ package redischeck
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"strings"
 	"testing"
@@ -126,6 +127,37 @@ func testConfigRefused(t *testing.T, fl testredis.Flavor) {
 		fields := logs.All()[0].ContextMap()
 		if redisField, _ := fields["redis"].([]any); len(redisField) != 1 || redisField[0] != c.Options().Addr {
 			t.Fatalf("%s: warning names %v, want %s", name, fields["redis"], c.Options().Addr)
+		}
+	}
+}
+
+// Refused tells a command refused for good (NOPERM, a command renamed away)
+// from other replies, whether wrapped or not.
+func TestRefusedCommands(t *testing.T) { flavors(t, testRefusedCommands) }
+
+func testRefusedCommands(t *testing.T, fl testredis.Flavor) {
+	ctx := context.Background()
+	srv := testredis.StartStandalone(t, testredis.WithFlavor(fl), testredis.WithArgs("--rename-command", "WAIT", ""))
+	if err := srv.Client().Do(ctx, "ACL", "SETUSER", "app", "on", ">pw", "~*", "+@all", "-@dangerous").Err(); err != nil {
+		t.Fatal(err)
+	}
+	app := client(t, srv.Addr(), func(o *redis.Options) { o.Username, o.Password = "app", "pw" })
+	for name, c := range map[string]struct {
+		err  error
+		want bool
+	}{
+		"NOPERM":        {app.ConfigGet(ctx, "maxmemory-policy").Err(), true},
+		"NOPERM within": {fmt.Errorf("read: %w", app.ConfigGet(ctx, "maxmemory-policy").Err()), true},
+		"renamed":       {srv.Client().Do(ctx, "WAIT", 0, 1).Err(), true},
+		"wrong type":    {srv.Client().HGet(ctx, "s", "f").Err(), false},
+		"nil":           {nil, false},
+	} {
+		if name == "wrong type" {
+			srv.Client().Set(ctx, "s", "x", 0)
+			c.err = srv.Client().HGet(ctx, "s", "f").Err()
+		}
+		if got := Refused(c.err); got != c.want {
+			t.Errorf("%s: Refused(%v) = %v, want %v", name, c.err, got, c.want)
 		}
 	}
 }
