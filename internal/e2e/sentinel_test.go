@@ -74,9 +74,11 @@ func TestSentinelFailover(t *testing.T) {
 // TestSentinelStartAndReplicaReads: with one of the three Sentinels down
 // the consumer, the replayer and the read API start; a master name no
 // Sentinel knows stops each of them with exit code 2 and one line naming
-// redis.sentinel.master_name; the read API with redis.read_from replicas
-// answers from the replica while the master is frozen (SIGSTOP), and the
-// replica's commandstats count the reads.
+// redis.sentinel.master_name; the consumer applies a generated log with
+// redis.wait.replicas 1 (WAIT on the master the Sentinels name) and every
+// key equals the model; the read API with redis.read_from replicas answers
+// from the replica while the master is frozen (SIGSTOP), and the replica's
+// commandstats count the reads.
 func TestSentinelStartAndReplicaReads(t *testing.T) {
 	forFlavors(t, func(t *testing.T, fl testredis.Flavor) {
 		s := testredis.StartSentinel(t, 1, testredis.WithFlavor(fl))
@@ -84,15 +86,15 @@ func TestSentinelStartAndReplicaReads(t *testing.T) {
 		master, replica := s.Nodes()[0], s.Nodes()[1]
 		s.SentinelServers()[2].Stop()
 		brokers := startKafka(t, 2, []string{"shop.views", "shop.clicks", "shop.orders"}, "shop.dlq")
-		env := func(name string) []string {
-			return []string{"PROJECTOR_REDIS_MODE=sentinel", "PROJECTOR_REDIS_ADDRS=" + strings.Join(s.Addrs(), ","),
+		env := func(name string, more ...string) []string {
+			return append([]string{"PROJECTOR_REDIS_MODE=sentinel", "PROJECTOR_REDIS_ADDRS=" + strings.Join(s.Addrs(), ","),
 				"PROJECTOR_REDIS_SENTINEL_MASTER_NAME=" + name, "PROJECTOR_KAFKA_BROKERS=" + strings.Join(brokers, ","),
-				"PROJECTOR_LOG_FORMAT=json", "PROJECTOR_HTTP_ADDR=" + freeAddr(t)}
+				"PROJECTOR_LOG_FORMAT=json"}, more...)
 		}
 
 		for _, bin := range []string{consumerBin, replayerBin, apiBin} {
 			name := filepath.Base(bin)
-			p := startProcess(t, bin, env("nosuchmaster"))
+			p := startProcess(t, bin, env("nosuchmaster", "PROJECTOR_HTTP_ADDR="+freeAddr(t)))
 			if code := p.exitCode(t, time.Minute); code != 2 {
 				t.Fatalf("%s with a wrong master name: exit code %d, want 2:\n%s", name, code, tail(p.log.String(), 3000))
 			}
@@ -108,24 +110,40 @@ func TestSentinelStartAndReplicaReads(t *testing.T) {
 			}
 		}
 
-		cenv := env(s.MasterName())
-		cons := startConsumer(t, cenv)
-		waitHTTP(t, "http://"+strings.TrimPrefix(cenv[len(cenv)-1], "PROJECTOR_HTTP_ADDR=")+"/readyz", http.StatusOK, "ready")
+		consAddr := freeAddr(t)
+		cons := startConsumer(t, env(s.MasterName(), "PROJECTOR_HTTP_ADDR="+consAddr, "PROJECTOR_REDIS_WAIT_REPLICAS=1",
+			"PROJECTOR_BATCH_MAX_EVENTS=100"))
+		waitHTTP(t, "http://"+consAddr+"/readyz", http.StatusOK, "ready")
+		start := time.Now()
+		log := generate(t, start, 24*time.Hour, 1500)
+		done := make(chan error, 1)
+		produce(ctx, brokers, log, 100, 10*time.Millisecond, done)
+		must(t, <-done)
+		if err := waitCaughtUp(brokers, "projector", []string{"shop.views", "shop.clicks", "shop.orders"}, 2*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: s.MasterName(), SentinelAddrs: s.Addrs(), DisableIdentity: true})
+		t.Cleanup(func() { _ = rdb.Close() })
+		checkModel(t, rdb, log, start)
+		waits, err := master.Client().Info(ctx, "commandstats").Result()
+		must(t, err)
+		if !strings.Contains(waits, "cmdstat_wait:calls=") {
+			t.Fatalf("redis.wait.replicas 1: the master ran no WAIT:\n%s", waits)
+		}
 		rp := startProcess(t, replayerBin, env(s.MasterName()), "--projections", "trending", "--wipe", "--dry-run")
 		if code := rp.exitCode(t, time.Minute); code != 0 {
 			t.Fatalf("replayer --dry-run with a Sentinel down: exit code %d:\n%s", code, tail(rp.log.String(), 3000))
 		}
 
-		aenv := append(env(s.MasterName()), "PROJECTOR_REDIS_READ_FROM=replicas")
-		apiAddr := strings.TrimPrefix(aenv[len(aenv)-2], "PROJECTOR_HTTP_ADDR=")
-		api := startProcess(t, apiBin, aenv)
+		apiAddr := freeAddr(t)
+		api := startProcess(t, apiBin, env(s.MasterName(), "PROJECTOR_HTTP_ADDR="+apiAddr, "PROJECTOR_REDIS_READ_FROM=replicas"))
 		waitHTTP(t, "http://"+apiAddr+"/readyz", http.StatusOK, "ready")
 		ts := time.Now().Add(-time.Minute).UnixMilli()
-		must(t, master.Client().ZAdd(ctx, "lv:{u:u1}", redis.Z{Score: float64(ts), Member: "p1"}).Err())
+		must(t, master.Client().ZAdd(ctx, "lv:{u:api-reader}", redis.Z{Score: float64(ts), Member: "p1"}).Err())
 		s.WaitSynced(t, master, replica)
 		must(t, replica.Client().ConfigResetStat(ctx).Err())
 		master.Pause()
-		body := waitHTTP(t, "http://"+apiAddr+"/api/last-viewed?user=u1", http.StatusOK, `"product_id":"p1","ts":`+strconv.FormatInt(ts, 10))
+		body := waitHTTP(t, "http://"+apiAddr+"/api/last-viewed?user=api-reader", http.StatusOK, `"product_id":"p1","ts":`+strconv.FormatInt(ts, 10))
 		master.Resume()
 		stats, err := replica.Client().Info(ctx, "commandstats").Result()
 		must(t, err)
