@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -610,15 +611,12 @@ func (x *explorer) keys(pattern string) []string {
 	}
 	var err error
 	if cc, ok := x.rdb.(*redis.ClusterClient); ok {
-		var got [][]string
+		var mu sync.Mutex // ForEachMaster calls concurrently
 		err = cc.ForEachMaster(x.ctx, func(ctx context.Context, c *redis.Client) error {
-			ks, err := c.Keys(ctx, pattern).Result()
-			got = append(got, ks)
-			return err
+			mu.Lock()
+			defer mu.Unlock()
+			return one(ctx, c)
 		})
-		for _, g := range got {
-			out = append(out, g...)
-		}
 	} else {
 		err = one(x.ctx, x.rdb.(*redis.Client))
 	}
