@@ -54,7 +54,7 @@ func TestDockerfileShape(t *testing.T) {
 	}
 }
 
-// shipped are the commands the image carries (issue 7); other directories
+// shipped are the commands the image carries; other directories
 // under cmd/ (cmd/bench) are development tools.
 var shipped = []string{"consumer", "replayer", "api"}
 

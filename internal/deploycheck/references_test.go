@@ -22,8 +22,27 @@ var outsideRef = regexp.MustCompile(`\bSPE[C]\b|shared folder|\.\./shared/`)
 // sections 7 and 8".
 var contractRef = regexp.MustCompile(`contract\.md\s+sections?\s+(\d+)(?:\s+and\s+(\d+))?`)
 
-// repoDocs are the documents checked besides the Go comments.
-var repoDocs = []string{"README.md", "BENCHMARKS.md", "configs/consumer.yaml"}
+// repoDocs returns the documents checked besides the Go comments: the
+// top-level ones, the example configuration and every Markdown file under docs/.
+func repoDocs(t *testing.T) []string {
+	t.Helper()
+	docs := []string{"README.md", "BENCHMARKS.md", "CHANGELOG.md", "configs/consumer.yaml"}
+	root := repoRoot(t)
+	err := filepath.WalkDir(filepath.Join(root, "docs"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".md") {
+			rel, _ := filepath.Rel(root, path)
+			docs = append(docs, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("list docs/: %v", err)
+	}
+	return docs
+}
 
 // textLine is one line of a Go comment or a document, with its line number.
 type textLine struct {
@@ -78,7 +97,7 @@ func commentLines(t *testing.T) map[string][]textLine {
 func linesToCheck(t *testing.T) map[string][]textLine {
 	t.Helper()
 	lines := commentLines(t)
-	for _, rel := range repoDocs {
+	for _, rel := range repoDocs(t) {
 		for i, line := range strings.Split(string(readRepoFile(t, rel)), "\n") {
 			lines[rel] = append(lines[rel], textLine{i + 1, line})
 		}
@@ -143,23 +162,144 @@ func TestContractSectionsExist(t *testing.T) {
 	}
 }
 
-// TestContractLinksExist: every link into docs/contract.md from the README
-// names a heading it has.
-func TestContractLinksExist(t *testing.T) {
-	anchors := map[string]bool{}
-	for _, line := range strings.Split(string(readRepoFile(t, "docs/contract.md")), "\n") {
-		if h, ok := strings.CutPrefix(line, "#"); ok {
-			anchors[anchor(strings.TrimLeft(h, "# "))] = true
+// markdownLink matches a Markdown link or image: its target, and the
+// anchor after '#'.
+var markdownLink = regexp.MustCompile(`\]\(([^)#\s]*)(?:#([^)\s]+))?\)`)
+
+// anchors returns the GitHub anchors of a Markdown file's headings.
+func anchors(text string) map[string]bool {
+	out := map[string]bool{}
+	fence := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "```") {
+			fence = !fence
+		}
+		if h, ok := strings.CutPrefix(line, "#"); ok && !fence {
+			out[anchor(strings.TrimLeft(h, "# "))] = true
 		}
 	}
-	links := regexp.MustCompile(`\(docs/contract\.md#([^)]+)\)`).FindAllStringSubmatch(string(readRepoFile(t, "README.md")), -1)
-	if len(links) == 0 {
-		t.Fatal("the README has no link into docs/contract.md")
-	}
-	for _, l := range links {
-		if !anchors[l[1]] {
-			t.Errorf("README links to docs/contract.md#%s, which is no heading", l[1])
+	return out
+}
+
+// TestDocLinksExist: every relative link of the Markdown documents points
+// to a file of the repository and, with an anchor, to a heading of it.
+func TestDocLinksExist(t *testing.T) {
+	root := repoRoot(t)
+	links := 0
+	for _, rel := range repoDocs(t) {
+		if !strings.HasSuffix(rel, ".md") {
+			continue
 		}
+		text := string(readRepoFile(t, rel))
+		fence := false
+		for n, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(line, "```") {
+				fence = !fence
+			}
+			if fence {
+				continue
+			}
+			for _, m := range markdownLink.FindAllStringSubmatch(line, -1) {
+				target, frag := m[1], m[2]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				links++
+				file := rel
+				if target != "" {
+					file = filepath.ToSlash(filepath.Join(filepath.Dir(rel), target))
+					if _, err := os.Stat(filepath.Join(root, file)); err != nil {
+						t.Errorf("%s:%d links to %s, which does not exist", rel, n+1, target)
+						continue
+					}
+				}
+				if frag != "" && strings.HasSuffix(file, ".md") && !anchors(string(readRepoFile(t, file)))[frag] {
+					t.Errorf("%s:%d links to %s#%s, which is no heading there", rel, n+1, file, frag)
+				}
+			}
+		}
+	}
+	if links < 20 {
+		t.Fatalf("found only %d links in the documents: the pattern is broken", links)
+	}
+}
+
+// goFiles returns the contents of the repository's Go files, test files
+// (test) or the others.
+func goFiles(t *testing.T, test bool) string {
+	t.Helper()
+	root := repoRoot(t)
+	var sb strings.Builder
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") != test {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		sb.Write(data)
+		sb.WriteByte('\n')
+		return err
+	})
+	if err != nil {
+		t.Fatalf("read the Go files: %v", err)
+	}
+	return sb.String()
+}
+
+// docText returns the text of every document, by file.
+func docText(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, rel := range repoDocs(t) {
+		out[rel] = string(readRepoFile(t, rel))
+	}
+	return out
+}
+
+// TestDocumentedTestsExist: every test, benchmark or fuzz test a document
+// names exists ("TestEvictionPolicy*" names those starting so).
+func TestDocumentedTestsExist(t *testing.T) {
+	tests := goFiles(t, true)
+	name := regexp.MustCompile(`\b(?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*\*?`)
+	found := 0
+	for rel, text := range docText(t) {
+		for _, n := range name.FindAllString(text, -1) {
+			found++
+			if prefix, ok := strings.CutSuffix(n, "*"); ok {
+				if !strings.Contains(tests, "func "+prefix) {
+					t.Errorf("%s names %s: no test starts so", rel, n)
+				}
+			} else if !strings.Contains(tests, "func "+n+"(") {
+				t.Errorf("%s names %s, which is no test", rel, n)
+			}
+		}
+	}
+	if found < 20 {
+		t.Fatalf("found only %d test names in the documents: the pattern is broken", found)
+	}
+}
+
+// TestDocumentedMetricsExist: every projector_* metric a document names is
+// defined in the code.
+func TestDocumentedMetricsExist(t *testing.T) {
+	code := goFiles(t, false)
+	name := regexp.MustCompile(`\bprojector_[a-z_]+[a-z]`)
+	found := 0
+	for rel, text := range docText(t) {
+		for _, n := range name.FindAllString(text, -1) {
+			found++
+			if !strings.Contains(code, `"`+n+`"`) {
+				t.Errorf("%s names the metric %s, which the code does not define", rel, n)
+			}
+		}
+	}
+	if found < 10 {
+		t.Fatalf("found only %d metric names in the documents: the pattern is broken", found)
 	}
 }
 

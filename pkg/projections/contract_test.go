@@ -100,9 +100,10 @@ func listedAfter(t *testing.T, text, label string) []string {
 	return backticked(rest)
 }
 
-// TestContractRebuildModes: docs/contract.md section 6.2 and the README list
-// as global projections (held) exactly those the registry rebuilds with
-// RebuildHold, and as per-user ones (consumers paused) the others.
+// TestContractRebuildModes: docs/contract.md section 6.2 and the runbook
+// (docs/runbooks.md) list as global projections (held) exactly those the
+// registry rebuilds with RebuildHold, and as per-user ones (consumers
+// paused) the others.
 func TestContractRebuildModes(t *testing.T) {
 	var hold, pause []string
 	for _, s := range All() {
@@ -114,15 +115,15 @@ func TestContractRebuildModes(t *testing.T) {
 		}
 	}
 	contract := mdSection(t, "../../docs/contract.md", "### 6.2 ")
-	readme := mdSection(t, "../../README.md", "## Rebuilding a projection that was just switched on")
+	runbook := mdSection(t, "../../docs/runbooks.md", "## Rebuilding a projection")
 	for _, c := range []struct {
 		where, text, label string
 		want               []string
 	}{
 		{"docs/contract.md section 6.2", contract, "**Global projections**", hold},
 		{"docs/contract.md section 6.2", contract, "**Per-user projections**", pause},
-		{"README.md", readme, "Global projections", hold},
-		{"README.md", readme, "Projections with per-user keys", pause},
+		{"docs/runbooks.md", runbook, "Global projections", hold},
+		{"docs/runbooks.md", runbook, "Projections with per-user keys", pause},
 	} {
 		if got := listedAfter(t, c.text, c.label); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s, %s: %q, the registry: %q", c.where, c.label, got, c.want)
@@ -130,10 +131,11 @@ func TestContractRebuildModes(t *testing.T) {
 	}
 }
 
-// TestReadmeNamesEveryPattern: the README's operator table tells how to free
-// a switched-off projection's memory with its key patterns: all of them.
-func TestReadmeNamesEveryPattern(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
+// TestUpgradeTableNamesEveryPattern: the operators' table of settings
+// changes (docs/operations.md) tells how to free a switched-off projection's
+// memory with its key patterns: all of them.
+func TestUpgradeTableNamesEveryPattern(t *testing.T) {
+	data, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,13 +146,13 @@ func TestReadmeNamesEveryPattern(t *testing.T) {
 		}
 	}
 	if row == "" {
-		t.Fatal(`README.md has no row "| a projection switched off |"`)
+		t.Fatal(`docs/operations.md has no row "| a projection switched off |"`)
 	}
 	named := backticked(row)
 	for _, s := range All() {
 		for _, p := range s.Patterns {
 			if !slices.Contains(named, p) {
-				t.Errorf("README.md does not name %s's pattern %s", s.Name, p)
+				t.Errorf("docs/operations.md does not name %s's pattern %s", s.Name, p)
 			}
 		}
 	}
