@@ -101,10 +101,11 @@ func (c *Cluster) waitConverged(ctx context.Context, timeout time.Duration) erro
 	}
 }
 
-// converged reports nil when the cluster is fully formed and consistent.
+// converged reports nil when the cluster is fully formed and consistent
+// (its replicas too).
 func (c *Cluster) converged(ctx context.Context) error {
 	var want string
-	for i, node := range c.nodes {
+	for i, node := range append(c.Nodes(), c.replicas...) {
 		cl := node.Client()
 		info, err := cl.ClusterInfo(ctx).Result()
 		if err != nil {

@@ -18,8 +18,9 @@ import (
 // replica. The read is made again on the master (the Reader's client) when
 // the replica cannot answer it: no connection, a timeout, a replica still
 // loading or without its master (MASTERDOWN, replica-serve-stale-data no),
-// a cluster replica that no longer serves the slot, or a snapshot the
-// replica does not hold yet (the build went to the master a moment ago).
+// a cluster replica that does not serve the slot (MOVED, or a MULTI it
+// aborts), or a snapshot the replica does not hold yet (the build went to
+// the master a moment ago).
 // Snapshots are built on the master.
 
 // errNotReplicated says a snapshot a read needs is missing on the replica:
@@ -61,7 +62,8 @@ func (r *Reader) replicaFor(ctx context.Context, key string) (redis.Cmdable, err
 // replicaUnfit reports whether err, from a read on a replica, means the
 // master must be asked instead: anything but an answer of the server
 // (redis.Nil and errors about the data pass through), or an answer saying
-// the replica cannot serve the read. A context that ended is no reason.
+// the replica cannot serve the read (also inside a MULTI, which the
+// replica then aborts: EXECABORT). A context that ended is no reason.
 func replicaUnfit(ctx context.Context, err error) bool {
 	if ctx.Err() != nil {
 		return false
@@ -73,7 +75,7 @@ func replicaUnfit(ctx context.Context, err error) bool {
 	if !errors.As(err, &re) {
 		return true
 	}
-	if _, moved := redis.IsMovedError(err); moved {
+	if _, moved := redis.IsMovedError(err); moved || redis.IsExecAbortError(err) {
 		return true
 	}
 	return redis.HasErrorPrefix(err, "LOADING") || redis.HasErrorPrefix(err, "MASTERDOWN") ||

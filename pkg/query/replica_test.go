@@ -161,9 +161,13 @@ func TestReadsFromClusterReplica(t *testing.T) {
 		t.Fatalf("WAIT 1 on %s: %d, %v", master.Addr(), n, err)
 	}
 	must(0, replica.Client().ConfigResetStat(ctx).Err())
-	equal(t, "last viewed", must(r.LastViewed(ctx, "u1")), []Viewed{{"p1", ms(time.Minute)}})
-	if h := must(r.History(ctx, "u1", Scope{}, 1, 10)); h.Total != 1 || len(h.Items) != 1 {
-		t.Fatalf("history: %+v", h)
+	lv, err := r.LastViewed(ctx, "u1")
+	if err != nil {
+		t.Fatalf("last viewed: %v", err)
+	}
+	equal(t, "last viewed", lv, []Viewed{{"p1", ms(time.Minute)}})
+	if h, err := r.History(ctx, "u1", Scope{}, 1, 10); err != nil || h.Total != 1 || len(h.Items) != 1 {
+		t.Fatalf("history: %+v, %v", h, err)
 	}
 	stats := must(replica.Client().Info(ctx, "commandstats").Result())
 	for _, cmd := range []string{"cmdstat_zrange:", "cmdstat_exec:"} {
