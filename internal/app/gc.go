@@ -8,8 +8,8 @@ import (
 // The garbage-collector settings of the consumer and the replayer, applied
 // by TuneGC unless GOGC or GOMEMLIMIT are set. A batch's garbage is a few MB
 // (the consumer) or some hundreds (the replayer's batches of 50,000):
-// collecting less often costs little memory and a quarter of the CPU per
-// event of the consumer, about a sixth of the replayer's (BENCHMARKS.md). With
+// collecting less often costs little memory and saves a good part of the
+// CPU the collector takes per event. With
 // GOGC 400 the heap may grow to five times what the batches in flight keep
 // live; above the soft limit the collector runs more often instead.
 const (

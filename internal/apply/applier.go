@@ -1,18 +1,15 @@
 // Package apply applies the writes that projections plan to Redis, exactly
-// once: writes are grouped by hash slot (one group per user, one global
-// group), coalesced, and applied by one atomic step per group that first
-// checks the group's guard — idempotency markers for a user's slot, per-partition
-// offset watermarks for the global slot — and writes nothing when it was
-// already applied. The step is a Lua script (script.go); a standalone
-// server's user groups go as WATCH, reads and MULTI/EXEC instead where the
-// transaction covers their writes (multi.go).
+// once. How, step by step (markers, watermarks, the transaction and script
+// forms of the user step), is docs/design/exactly-once.md; the code follows
+// its steps: grouping and coalescing (plan.go, coalesce.go), the user phase
+// (user.go, multi.go), the global phase (global.go), the script and its
+// protocol (apply.lua, script.go, protocol.go).
 //
 // Applier is the consumers' guarded apply (and the replayer's after a data
 // loss); CheckOnly and Rebuilder are the replayer's while it rebuilds some
 // projections beside running consumers; Meta is what the consumers read and
 // write of the meta hash and of what Redis holds as applied. They share the
-// planning (plan.go), the phases (user.go, global.go) and the script's
-// protocol (protocol.go, script.go).
+// planning, the phases and the script.
 package apply
 
 import (

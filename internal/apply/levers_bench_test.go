@@ -29,7 +29,7 @@ type lever struct {
 	apply func(ctx context.Context, a *Applier, rdb *redis.Client, recs []Record, rng []Range) error
 }
 
-// BenchmarkLevers compares the ways of applying batches (issue 16 item 4)
+// BenchmarkLevers compares the ways of applying batches against the peer
 // side by side, in interleaved rounds, on a fresh redis-server each: the
 // live shape (batches of 50 events over 10,000 users) and a backlog shape
 // (batches of 10,000); "paced" is cmd/bench's live phase: batches of 150

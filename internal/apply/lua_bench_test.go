@@ -11,7 +11,7 @@ import (
 )
 
 // BenchmarkLuaCosts measures on a real redis-server the building blocks of
-// the apply script's cost to Redis (BENCHMARKS.md section 5.2): a command
+// the apply script's cost to Redis (BENCHMARKS.md, the price of Lua): a command
 // called from Lua (redis.call) against the same command sent directly, one
 // script argument, and one call of a script (EVALSHA) against one of a Redis
 // Function with the same body (FCALL). redis-us/op is Redis's CPU (INFO cpu)

@@ -14,9 +14,10 @@ import (
 	"projector/pkg/projections"
 )
 
-// On a standalone server the user writes go without Lua where they can
-// (BENCHMARKS.md, issue 16 lever c): a command sent directly costs Redis
-// about two thirds of one called from a script. One transaction applies the
+// On a standalone server the user writes go without Lua where they can: a
+// command sent directly costs Redis less than one called from a script,
+// which also pays for its arguments and the Lua around each redis.call
+// (BENCHMARKS.md, the price of Lua). One transaction applies the
 // groups of many users: a first round trip WATCHes every key it reads and
 // reads the markers, the guards and what the sets' trims and expiries depend
 // on; the second is one MULTI/EXEC holding each user's markers and writes,

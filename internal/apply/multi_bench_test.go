@@ -11,7 +11,7 @@ import (
 )
 
 // applyMultiProbe is BenchmarkLevers' probe of MULTI/EXEC instead of the
-// script (issue 16 item 4, lever c), the cheapest form it can take: a first
+// script, the cheapest form it can take: a first
 // round trip WATCHes the batch's marker hashes and the watermark hash and
 // reads the markers (HMGET per hash) and the watermarks; the second is one
 // MULTI/EXEC that sets the missing markers (HSET, PEXPIREAT per hash), the

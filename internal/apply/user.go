@@ -260,7 +260,10 @@ func settleHits(groups map[string][]*item, u string, hits []hit, res *Result, ne
 }
 
 // usersPerCallStandalone is how many user groups one script call applies on
-// a standalone server (BENCHMARKS.md, issue 16 item 4).
+// a standalone server: the call's fixed cost (its body, its arguments'
+// framing) is shared by its users, and more users per call bring little
+// more while a longer call delays the commands queued behind it
+// (BENCHMARKS.md, the price of Lua).
 const usersPerCallStandalone = 64
 
 // callRecords bounds the records of the users of one modeUsers call.

@@ -103,19 +103,21 @@ func (s Summary) String() string {
 	return line
 }
 
-// Default batch sizes. A full replay's batch holds more events per user (fewer
-// script calls and commands per event: 50,000 replays about 1.35x as fast as
-// 10,000, BENCHMARKS.md); a rebuild next to running consumers keeps each
-// batch's global script call short, since live batches wait behind it.
+// Default batch sizes. A full replay's batch holds more events per user,
+// whose writes coalesce into fewer calls and commands per event; larger
+// batches than FullBatch cost memory without a steady gain (BENCHMARKS.md,
+// findings). A rebuild next to running consumers keeps each batch's global
+// script call short, since live batches wait behind it.
 const (
 	FullBatch    = 50_000
 	RebuildBatch = 10_000
 )
 
 // DefaultParallel is the replay's default number of lanes (Options.Parallel).
-// On the 2-core machine of BENCHMARKS.md section 4.5, where Redis, Kafka and
-// the replayer share the cores, more lanes were not faster and cost more CPU
-// and memory per lane.
+// One lane keeps Redis and the replayer busy at once (it reads and plans the
+// next batch while Redis applies the previous one); where they share the
+// cores, more lanes cost CPU and memory per lane without a steady gain
+// (BENCHMARKS.md, replay lanes).
 const DefaultParallel = 1
 
 // parallelOr returns n, or DefaultParallel when n is not set.

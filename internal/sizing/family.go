@@ -1,6 +1,6 @@
 // Package sizing measures how much Redis memory projector's projections take:
 // it applies a generated log through the real pipeline (projection planner and
-// apply script) and sums MEMORY USAGE per key family, so that the README's
+// apply script) and sums MEMORY USAGE per key family, so that docs/operations.md's
 // sizing figures (bytes per user, per day of traffic, per idempotency marker)
 // are measured rather than estimated.
 package sizing

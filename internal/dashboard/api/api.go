@@ -1,5 +1,5 @@
 // Package api serves the read patterns of pkg/query as a JSON HTTP API
-// under /api/ (see README "Read API and dashboard"). Every parameter is
+// under /api/ (docs/api.md). Every parameter is
 // validated: a bad one gets 400 with {"error": "<param>: <problem>"}, never a
 // 500 or an unbounded read.
 package api
