@@ -83,7 +83,7 @@ func TestDemoOutputStaysReadable(t *testing.T) {
 			if len(msg) > maxSummaryLen || l["level"] != "info" || l["by_class"] != nil {
 				t.Errorf("poison summary at %v, %d characters: %q; want a short info line", l["level"], len(msg), msg)
 			}
-			if !strings.Contains(msg, "--log-level debug") {
+			if !strings.Contains(msg, "--demo-poison-details") {
 				t.Errorf("poison summary %q does not say where the records are", msg)
 			}
 		}

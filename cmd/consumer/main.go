@@ -40,6 +40,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	app.TuneGC(app.ConsumerMemoryLimit)
 	fs := pflag.NewFlagSet("consumer", pflag.ContinueOnError)
 	demoRate := fs.Int("demo-rate", 2000, "embedded mode: generated events per second (0: as fast as possible)")
+	poisonDetails := fs.Bool("demo-poison-details", false, "embedded mode: log the generated poison records as a real deployment does (the first of each reason in full)")
 	fs.Bool("version", false, version.Usage)
 	cfg, log, code := app.Setup(fs, args, environ, stderr)
 	if log == nil {
@@ -49,7 +50,8 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	defer func() { _ = log.Sync() }()
 	if cfg.Embedded {
 		log.Debug("no kafka.brokers and no redis.addrs configured: running the embedded demo")
-		err = embedded.Run(ctx, cfg, embedded.Options{Rate: *demoRate, Out: stdout, Terminal: stdout == os.Stdout && obs.IsTerminal(os.Stdout)}, log)
+		err = embedded.Run(ctx, cfg, embedded.Options{Rate: *demoRate, PoisonDetails: *poisonDetails, Out: stdout,
+			Terminal: stdout == os.Stdout && obs.IsTerminal(os.Stdout)}, log)
 	} else {
 		err = app.Run(ctx, cfg, log, app.Hooks{})
 	}

@@ -35,18 +35,23 @@ type Options struct {
 	Out io.Writer
 	// Terminal says Out is a terminal: progress lines are then bold.
 	Terminal bool
+	// PoisonDetails logs the generated poison records as a real deployment
+	// does (the first of each reason in full as warnings, then summaries by
+	// reason) instead of one short summary per interval.
+	PoisonDetails bool
 	// ReportEvery is the interval between progress lines.
 	ReportEvery time.Duration
 }
 
 // poisonNote ends the consumer's summary of the generator's poison records.
-const poisonNote = "generated on purpose; --log-level debug lists them"
+const poisonNote = "generated on purpose; --demo-poison-details shows them"
 
 // Run starts the in-process broker and Redis, points cfg at them, feeds the
 // broker with generated events and runs the consumer until ctx ends. The
 // banner comes first: log lines wait until it is printed. About 1% of the
 // generated records are poison; the consumer summarizes them in one line
-// per interval and logs each at debug level.
+// per interval and logs each at debug level (opts.PoisonDetails: as in a
+// real deployment).
 func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) error {
 	hold := newHoldLog()
 	defer hold.Release()
@@ -85,11 +90,15 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 	routes, mon := dashboard.New(dashboard.Options{RDB: rdb, Config: cfg, Kafka: kafkaconn.Plain(cfg.Kafka.Brokers).Client(5 * time.Second),
 		Log: log.Named("api")})
 	go mon.Run(ctx)
+	note := poisonNote
+	if opts.PoisonDetails {
+		note = ""
+	}
 	return app.Run(ctx, cfg, log, app.Hooks{
 		HTTPAddr:   func(a string) { httpAddr <- a },
 		Metrics:    func(m *obs.Metrics) { metrics <- m },
 		Routes:     routes,
-		PoisonNote: poisonNote,
+		PoisonNote: note,
 	})
 }
 
