@@ -212,6 +212,29 @@ func TestMetaMissingWithCommitsIsDataLoss(t *testing.T) {
 	}
 }
 
+// An idle consumer that saw the data loss between batches is ready again
+// once a replayer rebuilt the projections, without waiting for a batch.
+func TestIdleConsumerReadyAfterReplay(t *testing.T) {
+	r := newRig(t)
+	r.committed[tp("views", 0)] = 10
+	for _, lost := range []string{"", "rebuilding", "rolled_back"} {
+		r.meta.setStatus(lost)
+		if _, err := r.c.checkMeta(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := r.h.Ready(); ok {
+			t.Errorf("status %q: ready, want not ready", lost)
+		}
+		r.meta.setStatus("ready") // the replayer finished
+		if _, err := r.c.checkMeta(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if ok, why := r.h.Ready(); !ok {
+			t.Errorf("after status %q and a replay: not ready (%s)", lost, why)
+		}
+	}
+}
+
 func TestFirstStartCreatesMeta(t *testing.T) {
 	r := newRig(t)
 	r.meta.setStatus("")

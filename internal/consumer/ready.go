@@ -35,6 +35,10 @@ type readiness struct {
 	check sync.Mutex // serializes checkMeta, so the last report is the latest read
 	mu    sync.Mutex
 	lost  bool
+	// held: a report made the consumer not ready (data lost, rolled back,
+	// a replay running); the next "ready" makes it ready again, also while
+	// no batch comes that would.
+	held bool
 }
 
 // checkMeta looks at px:meta:{g} once. It creates the hash when it is missing
@@ -78,7 +82,10 @@ func (c *Consumer) report(status string) {
 		if c.ready.lost {
 			c.log.Info("projections are ready again: resuming from the committed offsets")
 		}
-		c.ready.lost = false
+		if c.ready.held {
+			c.health.SetReady(true, "")
+		}
+		c.ready.lost, c.ready.held = false, false
 		c.metrics.RedisDataLost.Set(0)
 	case "":
 		if !c.ready.lost {
@@ -86,14 +93,16 @@ func (c *Consumer) report(status string) {
 				"stopped applying and committing. Rebuild with `replayer` (same configuration); consumers resume on their own afterwards",
 				c.opts.MetaKey, c.opts.GroupID))
 		}
-		c.ready.lost = true
+		c.ready.lost, c.ready.held = true, true
 		c.metrics.RedisDataLost.Set(1)
 		c.health.SetReady(false, "redis lost its data: run replayer")
 	case coord.StatusPaused: // a replayer hands rebuilt projections back: a short, deliberate pause
 		c.health.SetReady(true, "")
 	case coord.StatusRolledBack:
+		c.ready.held = true
 		c.health.SetReady(false, "redis went back in time beyond repair: run replayer")
 	default:
+		c.ready.held = true
 		c.health.SetReady(false, "projections status "+status+": waiting for the replay to finish")
 	}
 }
