@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"projector/internal/obs"
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 // request sends method path to the API and returns the response with its body read.

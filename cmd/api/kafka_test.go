@@ -9,9 +9,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"projector/internal/testkafka"
-	"projector/internal/testredis"
-	"projector/internal/testtls"
+	"projector/internal/testing/testkafka"
+	"projector/internal/testing/testredis"
+	"projector/internal/testing/testtls"
 )
 
 // The API measures lag through SASL (SCRAM-SHA-512) over TLS with the

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 // Bad configuration stops the API with exit code 2 and one line naming the key.

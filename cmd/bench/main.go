@@ -4,7 +4,7 @@
 // measures the consumer binary's throughput and CPU per event (and Redis's)
 // on the backlog, the replayer's throughput, the event-to-visible latency,
 // CPU per event and batch sizes at two steady rates, the same for the peer
-// (internal/bench/peer: a pipelined at-least-once consumer, run as this
+// (internal/testing/bench/peer: a pipelined at-least-once consumer, run as this
 // command's "peer" subcommand), and the naive one-command-per-round-trip
 // baseline on the same log. Its last line is the summary (bench.ParseLine
 // reads it):
@@ -25,8 +25,8 @@ import (
 	"syscall"
 	"time"
 
-	"projector/internal/bench"
-	"projector/internal/bench/peer"
+	"projector/internal/testing/bench"
+	"projector/internal/testing/bench/peer"
 	"projector/internal/version"
 )
 

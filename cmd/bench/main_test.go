@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"projector/internal/bench"
+	"projector/internal/testing/bench"
 )
 
 // TestRunRefusesBadDeploymentFlags: a deployment flag that cannot run stops

@@ -10,9 +10,9 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"projector/internal/gen"
-	"projector/internal/testkafka"
-	"projector/internal/testredis"
-	"projector/internal/testtls"
+	"projector/internal/testing/testkafka"
+	"projector/internal/testing/testredis"
+	"projector/internal/testing/testtls"
 )
 
 const (

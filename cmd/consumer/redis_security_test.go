@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 const redisSecret = "r3dis-Secret-for-tests"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 // Behind Sentinels that require a password: a wrong one stops start-up

@@ -13,7 +13,7 @@ import (
 	"projector/internal/config"
 	"projector/internal/obs"
 	"projector/internal/redischeck"
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 // While Redis refuses writes for OOM, WaitRedis retries and readiness names

@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"projector/internal/config"
-	"projector/internal/testredis"
-	"projector/internal/testtls"
+	"projector/internal/testing/testredis"
+	"projector/internal/testing/testtls"
 )
 
 const testPassword = "Pa55-w0rd-for-tests"

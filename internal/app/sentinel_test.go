@@ -17,7 +17,7 @@ import (
 
 	"projector/internal/config"
 	"projector/internal/obs"
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 const sentinelPassword = "Sentinel-pa55-for-tests"

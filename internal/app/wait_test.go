@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"projector/internal/config"
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 // TestCheckWait: redis.wait.aof stops start-up (a *config.KeyError naming

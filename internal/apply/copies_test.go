@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 	"projector/pkg/events"
 	"projector/pkg/projections"
 )

@@ -18,8 +18,8 @@ import (
 
 	"projector/internal/coord"
 	"projector/internal/gen"
-	"projector/internal/refmodel"
-	"projector/internal/testredis"
+	"projector/internal/testing/refmodel"
+	"projector/internal/testing/testredis"
 	"projector/pkg/events"
 	"projector/pkg/projections"
 )

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 // BenchmarkLuaCosts measures on a real redis-server the building blocks of

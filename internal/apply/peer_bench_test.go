@@ -16,7 +16,7 @@ import (
 // all of a batch in one pipeline: ZADD GT, ZINCRBY, INCRBY, SET, SADD, each
 // followed by its PEXPIREAT, the sorted sets' trims after each add; no
 // markers, no watermarks, no guards, no scripts. It sends what cmd/bench's
-// peer sends (internal/bench/peer.Commands, which this package cannot
+// peer sends (internal/testing/bench/peer.Commands, which this package cannot
 // import: that package imports it through internal/app), but for SET and
 // its expiry as two commands.
 func applyPeer(ctx context.Context, a *Applier, rdb *redis.Client, recs []Record, _ []Range) error {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 	"projector/pkg/projections"
 )
 

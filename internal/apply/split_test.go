@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 	"projector/pkg/events"
 	"projector/pkg/projections"
 )

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"projector/internal/testtls"
+	"projector/internal/testing/testtls"
 )
 
 const secret = "s3cr3t-Pa55"

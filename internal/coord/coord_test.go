@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 	"projector/pkg/projections"
 )
 

@@ -19,7 +19,7 @@ import (
 
 	"projector/internal/config"
 	"projector/internal/obs"
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 // chromiumBin is Debian's chromium package.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 // aclDoc is the document whose ACL lines the tests below apply.

@@ -9,13 +9,13 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"projector/internal/corpus"
 	"projector/internal/gen"
-	"projector/internal/testkafka"
-	"projector/internal/testredis"
+	"projector/internal/testing/corpus"
+	"projector/internal/testing/testkafka"
+	"projector/internal/testing/testredis"
 )
 
-// TestBadInputApacheKafka sends the whole bad-input corpus (internal/corpus:
+// TestBadInputApacheKafka sends the whole bad-input corpus (internal/testing/corpus:
 // every rule of docs/contract.md section 2, invalid UTF-8, duplicate keys, deep nesting,
 // numbers as strings, negative and overflowing numbers, NUL bytes, braces and
 // newlines in ids) and a 2 MiB record through a real broker, between valid

@@ -11,8 +11,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"projector/internal/gen"
-	"projector/internal/testkafka"
-	"projector/internal/testredis"
+	"projector/internal/testing/testkafka"
+	"projector/internal/testing/testredis"
 )
 
 // TestChaosStandalone and TestChaosCluster: three consumer processes in one

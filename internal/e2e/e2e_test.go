@@ -15,8 +15,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"projector/internal/gen"
-	"projector/internal/refmodel"
-	"projector/internal/testredis"
+	"projector/internal/testing/refmodel"
+	"projector/internal/testing/testredis"
 	"projector/pkg/projections"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 // refusalLine is the one line of a refused start against addr with policy.

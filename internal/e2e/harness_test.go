@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"projector/internal/gen"
-	"projector/internal/testkafka"
+	"projector/internal/testing/testkafka"
 )
 
 // consumerBin, replayerBin and apiBin are the binaries built once by TestMain.

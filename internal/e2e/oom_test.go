@@ -11,7 +11,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 // TestOOMRetriedWithoutLoss: Redis with a small maxmemory and the

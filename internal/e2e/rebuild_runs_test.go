@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"projector/internal/gen"
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 // TestRebuildRunsStandalone explores a rebuild of last_viewed,stats next to

@@ -13,7 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"projector/internal/dashboard/status"
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 	"projector/pkg/projections"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"projector/internal/gen"
-	"projector/internal/testkafka"
-	"projector/internal/testredis"
+	"projector/internal/testing/testkafka"
+	"projector/internal/testing/testredis"
 )
 
 func freeAddr(t *testing.T) string {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 // TestRebuildResumed: with a real Apache Kafka broker, the replayer

@@ -15,8 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"projector/internal/gen"
-	"projector/internal/testkafka"
-	"projector/internal/testredis"
+	"projector/internal/testing/testkafka"
+	"projector/internal/testing/testredis"
 )
 
 // Redis going back in time while consumers run and production goes on: each

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 // Redis behind Sentinel (redis.mode sentinel): a master, a replica and three

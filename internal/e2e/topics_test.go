@@ -15,8 +15,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"projector/internal/gen"
-	"projector/internal/testkafka"
-	"projector/internal/testredis"
+	"projector/internal/testing/testkafka"
+	"projector/internal/testing/testredis"
 )
 
 // missingTopicsMsg is the consumer's warning while configured topics do not exist.

@@ -16,8 +16,8 @@ import (
 
 	"projector/internal/gen"
 	"projector/internal/offsets"
-	"projector/internal/testkafka"
-	"projector/internal/testredis"
+	"projector/internal/testing/testkafka"
+	"projector/internal/testing/testredis"
 )
 
 // TestTransactionsApacheKafka: producers write the log through Kafka

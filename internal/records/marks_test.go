@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 func TestDLQClaims(t *testing.T) {

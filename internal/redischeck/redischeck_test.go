@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 // observed returns a logger and the warnings it records.

@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"projector/internal/gen"
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 // BenchmarkReplay replays a generated log (b.N records, the generator's mix)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"projector/internal/coord"
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 // TestProgressPublishedToMeta: the progress goes into the meta hash at the

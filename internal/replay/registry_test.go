@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"projector/internal/gen"
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 	"projector/pkg/events"
 	"projector/pkg/projections"
 )

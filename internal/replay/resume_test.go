@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"projector/internal/coord"
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 // TestInterruptedPlan: only status rebuilding with a recorded plan is an

@@ -2,7 +2,7 @@ package events
 
 import (
 	"errors"
-	"projector/internal/corpus"
+	"projector/internal/testing/corpus"
 	"reflect"
 	"strings"
 	"testing"
@@ -93,7 +93,7 @@ func TestDecodeValid(t *testing.T) {
 	}
 }
 
-// poisonCases are records that break one rule each (internal/corpus).
+// poisonCases are records that break one rule each (internal/testing/corpus).
 var poisonCases = corpus.Cases()
 
 func TestDecodePoison(t *testing.T) {

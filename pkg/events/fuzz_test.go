@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"projector/internal/corpus"
+	"projector/internal/testing/corpus"
 	"reflect"
 	"strconv"
 	"strings"

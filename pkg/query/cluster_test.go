@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 // newClusterFixture returns a fixture over a fresh 3-master Redis Cluster.

@@ -13,7 +13,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 // seedRankDay writes a generated day (seeded, the same every run): today's

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Real Apache Kafka (4.1.1, KRaft mode) for projector's tests, run from its
 # Maven Central jars with the machine's Java (17+) and Maven; no Docker, no
-# release tarball. internal/testkafka calls this script; people and CI can too.
+# release tarball. internal/testing/testkafka calls this script; people and CI can too.
 #
 # Usage:
 #   kafka.sh fetch

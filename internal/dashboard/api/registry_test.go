@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 	"projector/pkg/projections"
 	"projector/pkg/query"
 )

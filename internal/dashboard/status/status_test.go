@@ -11,7 +11,7 @@ import (
 
 	"projector/internal/coord"
 	"projector/internal/fingerprint"
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 func TestStatusFromRedisAndKafka(t *testing.T) {

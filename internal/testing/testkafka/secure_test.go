@@ -10,7 +10,7 @@ import (
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/scram"
 
-	"projector/internal/testtls"
+	"projector/internal/testing/testtls"
 )
 
 // metadataVia asks addr for metadata through a transport with mech and tc.

@@ -3,7 +3,7 @@ package corpus_test
 import (
 	"testing"
 
-	"projector/internal/corpus"
+	"projector/internal/testing/corpus"
 	"projector/pkg/events"
 )
 

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"projector/internal/gen"
-	"projector/internal/refmodel"
-	"projector/internal/testredis"
+	"projector/internal/testing/refmodel"
+	"projector/internal/testing/testredis"
 	"projector/pkg/events"
 	"projector/pkg/projections"
 )

@@ -33,7 +33,7 @@ type Config struct {
 	// HighRate when it is not 0.
 	Latency  LatencyConfig
 	HighRate int
-	// PeerCommand runs the peer (internal/bench/peer.Main): the executable
+	// PeerCommand runs the peer (internal/testing/bench/peer.Main): the executable
 	// and its arguments. Empty leaves the peer out.
 	PeerCommand []string
 	// SkipReplay leaves out the replay phase.

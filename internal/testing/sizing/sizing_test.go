@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"projector/internal/testredis"
+	"projector/internal/testing/testredis"
 )
 
 // envInt reads a positive integer knob from the environment.

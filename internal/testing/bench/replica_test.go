@@ -18,7 +18,7 @@ func TestStartRedisReplicaAndAOF(t *testing.T) {
 	for _, tc := range []struct{ server, versionField string }{{"redis", "redis_version"}, {"valkey", "valkey_version"}} {
 		t.Run(tc.server, func(t *testing.T) {
 			ctx := context.Background()
-			bin, err := ServerBinary(tc.server, filepath.Join("..", ".."))
+			bin, err := ServerBinary(tc.server, filepath.Join("..", "..", ".."))
 			if err != nil {
 				t.Fatal(err)
 			}

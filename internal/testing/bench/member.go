@@ -10,7 +10,7 @@ import (
 )
 
 // member is one measured consumer process: projector's consumer binary or
-// the peer (internal/bench/peer), each in its own consumer group.
+// the peer (internal/testing/bench/peer), each in its own consumer group.
 type member struct {
 	name  string // "consumer" or "peer": names its log and profile files
 	group string

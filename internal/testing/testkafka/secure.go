@@ -21,7 +21,7 @@ import (
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/scram"
 
-	"projector/internal/testtls"
+	"projector/internal/testing/testtls"
 )
 
 // secureListener names the extra client listener of WithSASL and WithTLS.

@@ -17,9 +17,9 @@ import (
 	"projector/internal/config"
 	"projector/internal/gen"
 	"projector/internal/kafkalag"
-	"projector/internal/refmodel"
-	"projector/internal/testkafka"
-	"projector/internal/testredis"
+	"projector/internal/testing/refmodel"
+	"projector/internal/testing/testkafka"
+	"projector/internal/testing/testredis"
 )
 
 var topics = []string{"shop.views", "shop.clicks", "shop.orders"}

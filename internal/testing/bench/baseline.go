@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"projector/internal/naive"
+	"projector/internal/testing/naive"
 	"projector/pkg/projections"
 )
 
