@@ -284,6 +284,26 @@ func TestDocumentedTestsExist(t *testing.T) {
 	}
 }
 
+// TestDocumentedPathsExist: every repository path a document names in
+// backticks (`internal/apply/multi.go`, `cmd/bench`) exists, so that moving
+// code leaves no document pointing at nothing.
+func TestDocumentedPathsExist(t *testing.T) {
+	root := repoRoot(t)
+	path := regexp.MustCompile("`((?:cmd|pkg|internal|scripts|deploy|configs|docs)/[A-Za-z0-9_./-]*[A-Za-z0-9_])`")
+	found := 0
+	for rel, text := range docText(t) {
+		for _, m := range path.FindAllStringSubmatch(text, -1) {
+			found++
+			if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(m[1]))); err != nil {
+				t.Errorf("%s names %s, which does not exist", rel, m[1])
+			}
+		}
+	}
+	if found < 20 {
+		t.Fatalf("found only %d paths in the documents: the pattern is broken", found)
+	}
+}
+
 // TestDocumentedMetricsExist: every projector_* metric a document names is
 // defined in the code.
 func TestDocumentedMetricsExist(t *testing.T) {
