@@ -19,7 +19,7 @@ fuzz:
 build:
 	go build ./...
 
-# Only the chaos tests (part of `make test` too): 3 consumers, 20 kill -9,
+# Only the chaos tests (part of `make test` too): 3 consumers, 14 kill -9,
 # Redis SIGSTOP and restart, a broker of 3 restarted; standalone and cluster.
 chaos: setup
 	go test -count=1 -timeout 40m -run Chaos -v ./internal/e2e

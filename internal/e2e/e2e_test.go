@@ -40,6 +40,13 @@ func forFlavors(t *testing.T, f func(t *testing.T, fl testredis.Flavor)) {
 	}
 }
 
+// onFlavor runs f as a subtest on the one server implementation fl: suites
+// whose other variants run on the other implementation (a standalone run on
+// Redis, its cluster run on Valkey) keep both covered at half the time.
+func onFlavor(t *testing.T, fl testredis.Flavor, f func(t *testing.T, fl testredis.Flavor)) {
+	t.Run(string(fl), func(t *testing.T) { f(t, fl) })
+}
+
 // share is n for Redis and half of it (at least 1) for Valkey: the long
 // suites run on both, Valkey's run shorter to keep the suite's time.
 func share(fl testredis.Flavor, n int) int {

@@ -43,9 +43,10 @@ func TestRollbackRDB(t *testing.T) {
 
 // TestRollbackAOFTail: the append-only file loses its tail (kill -9, the
 // AOF cut back to the size it had before the last records were applied,
-// in the middle of a command; aof-load-truncated yes loads what is left).
+// in the middle of a command; aof-load-truncated yes loads what is left),
+// on Valkey (the RDB rollback runs on both).
 func TestRollbackAOFTail(t *testing.T) {
-	forFlavors(t, func(t *testing.T, fl testredis.Flavor) {
+	onFlavor(t, testredis.Valkey, func(t *testing.T, fl testredis.Flavor) {
 		srv := testredis.StartStandalone(t, testredis.WithFlavor(fl), testredis.WithAOF(), testredis.WithArgs("--aof-load-truncated", "yes"))
 		var file string
 		var size int64
@@ -73,9 +74,10 @@ func TestRollbackAOFTail(t *testing.T) {
 // master is killed with kill -9 and the replica promoted (REPLICAOF NO
 // ONE); the consumers are restarted against it (projector supports a
 // failover by restarting the consumers with the new address, or by a
-// DNS name or proxy that follows the master).
+// DNS name or proxy that follows the master), on Redis (the Sentinel
+// failover tests promote a lagging replica on both).
 func TestRollbackReplicaFailover(t *testing.T) {
-	forFlavors(t, func(t *testing.T, fl testredis.Flavor) {
+	onFlavor(t, testredis.Redis, func(t *testing.T, fl testredis.Flavor) {
 		master := testredis.StartStandalone(t, testredis.WithFlavor(fl))
 		replica := testredis.StartStandalone(t, testredis.WithFlavor(fl))
 		ctx := context.Background()
