@@ -351,8 +351,9 @@ func (x *explorer) done(c *xconsumer, ranges []Range) {
 	}
 }
 
-// Consume lets a consumer apply its next batch whole.
-func (x *explorer) Consume(t *rapid.T) {
+// idleBatch draws a consumer without a batch in flight and its next batch
+// (the step is skipped when there is none).
+func (x *explorer) idleBatch(t *rapid.T) (*xconsumer, []Record, []Range) {
 	c := x.cons[rapid.IntRange(0, 1).Draw(t, "consumer")]
 	if c.fly != nil {
 		t.Skip("batch in flight")
@@ -361,6 +362,12 @@ func (x *explorer) Consume(t *rapid.T) {
 	if len(ranges) == 0 {
 		t.Skip("nothing to consume")
 	}
+	return c, recs, ranges
+}
+
+// Consume lets a consumer apply its next batch whole.
+func (x *explorer) Consume(t *rapid.T) {
+	c, recs, ranges := x.idleBatch(t)
 	x.note("consumer %d applies %v", x.index(c), ranges)
 	x.apply(c, recs, ranges)
 }
@@ -417,14 +424,7 @@ func (x *explorer) repair(c *xconsumer, p int, first, last int64) {
 // Begin lets a consumer plan its next batch and apply its user phase; the
 // global phase follows in Finish (other steps may come between).
 func (x *explorer) Begin(t *rapid.T) {
-	c := x.cons[rapid.IntRange(0, 1).Draw(t, "consumer")]
-	if c.fly != nil {
-		t.Skip("batch in flight")
-	}
-	recs, ranges := x.next(c, rapid.IntRange(1, maxBatch).Draw(t, "n"))
-	if len(ranges) == 0 {
-		t.Skip("nothing to consume")
-	}
+	c, recs, ranges := x.idleBatch(t)
 	b := newBatch(recs, ranges)
 	err := c.a.readState(x.ctx, b)
 	var nr *NotReadyError
