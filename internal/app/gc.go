@@ -14,8 +14,11 @@ import (
 // live; above the soft limit the collector runs more often instead.
 const (
 	gcPercent = 400
-	// ConsumerMemoryLimit: a consumer batch of 20000 keeps well below it live.
-	ConsumerMemoryLimit = 512 << 20
+	// ConsumerMemoryLimit: a consumer keeps a batch of 20000 live, the
+	// records its fetch queue holds (batch.max_events) and an answer of up to
+	// 1 MiB per partition; at 512 MiB the collector ran so often that it took
+	// a third of the consumer's CPU on a backlog.
+	ConsumerMemoryLimit = 1 << 30
 	// ReplayerMemoryLimit: the replayer keeps up to four batches of 50,000
 	// records live (one read, one planned, one in each phase of its commit).
 	ReplayerMemoryLimit = 2 << 30

@@ -11,7 +11,7 @@ import (
 
 // GroupReader is the consumer group member's configuration
 // (fetch.NewGroup): read_committed, offsets committed explicitly, a group
-// without offsets starts at the earliest one, fetches of up to MaxBytes
+// without offsets starts at the earliest one, fetches of up to fetchBytes
 // that wait up to 250 ms, a queue that holds a batch of maxEvents, and a
 // session of 10 s. Its Transport is its own (the Group closes it). The
 // consumer and the benchmark's peer read with it alike.
@@ -29,16 +29,26 @@ func GroupReader(conn *kafkaconn.Conn, group string, topics []string, maxRecordB
 	}
 }
 
+// fetchBytes bounds what one fetch of a partition returns. A partition
+// reader holds one answer decoded at a time, so a process holds about this
+// much per partition it reads (a consumer of 12 partitions: a dozen MiB):
+// 10 MiB answers kept 200 MiB and more live, and the soft memory limit
+// made the garbage collector take half of the consumer's CPU. The broker
+// returns a record batch larger than this whole (KIP-74), so records up to
+// kafka.max_record_bytes still come through.
+const fetchBytes = 1 << 20
+
 // PartitionReader is the configuration of read_committed partition readers
 // (fetch.NewReader) through transport (conn.FetchTransport): fetches of up
-// to MaxBytes that wait up to maxWait for records, retried with backoff
-// from 50 to 500 ms.
+// to fetchBytes that wait up to maxWait for records, retried with backoff
+// from 50 to 500 ms. maxRecordBytes is kafka.max_record_bytes (larger
+// records are poison, whatever the fetch size).
 func PartitionReader(conn *kafkaconn.Conn, transport kafka.RoundTripper, maxRecordBytes int, maxWait time.Duration) fetch.Options {
 	return fetch.Options{
 		Addr:       kafka.TCP(conn.Brokers()...),
 		Transport:  transport,
 		MinBytes:   1,
-		MaxBytes:   MaxBytes(maxRecordBytes),
+		MaxBytes:   min(fetchBytes, MaxBytes(maxRecordBytes)),
 		MaxWait:    maxWait,
 		BackoffMin: 50 * time.Millisecond,
 		BackoffMax: 500 * time.Millisecond,
