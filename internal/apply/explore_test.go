@@ -804,8 +804,8 @@ func (x *explorer) RebuildPause(t *rapid.T) {
 	}
 	x.note("rebuild pauses the consumers")
 	rb.token = "P" + strconv.Itoa(x.step)
-	if refused, err := x.coord.Pause(x.ctx, rb.token, rb.names); err != nil || refused != "" {
-		t.Fatalf("pause: %v (status %q)", err, refused)
+	if ok, status, err := x.coord.Pause(x.ctx, rb.token, rb.names); err != nil || !ok {
+		t.Fatalf("pause: %v (status %q)", err, status)
 	}
 	rb.paused, rb.since = true, x.step
 }

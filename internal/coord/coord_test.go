@@ -22,6 +22,9 @@ func TestTransitions(t *testing.T) {
 	if st, _ := m.Status(ctx); st != "" {
 		t.Fatalf("status of a missing hash: %q", st)
 	}
+	if ok, status, err := m.Pause(ctx, "P0", []string{"stats"}); err != nil || ok || status != "" {
+		t.Fatalf("pause of a missing hash: %v, status %q, %v; want refused", ok, status, err)
+	}
 	if created, err := m.Init(ctx, Info("g", "UTC", []string{"stats"})); err != nil || !created {
 		t.Fatalf("init: %v %v", created, err)
 	}
@@ -63,8 +66,8 @@ func TestTransitions(t *testing.T) {
 	if st, _ := m.StartRebuild(ctx, []string{"orders"}, "R3", "S3"); st.Busy != "last_viewed,stats" {
 		t.Fatalf("another selection: %+v, want busy", st)
 	}
-	if refused, err := m.Pause(ctx, "P1", names); err != nil || refused != "" {
-		t.Fatalf("pause: %q %v", refused, err)
+	if ok, status, err := m.Pause(ctx, "P1", names); err != nil || !ok {
+		t.Fatalf("pause: %q %v", status, err)
 	}
 	if s, _ := m.Status(ctx); s != StatusPaused {
 		t.Fatalf("status while paused with the lease: %q", s)
@@ -125,8 +128,8 @@ func TestTransitions(t *testing.T) {
 	if st, _ := m.Read(ctx); st.Status != StatusRolledBack || st.Fields[FieldRolledBackReason] != "lost t:0 3-5" {
 		t.Fatalf("rolled back: %v", st.Fields)
 	}
-	if refused, _ := m.Pause(ctx, "P2", names); refused != StatusRolledBack {
-		t.Fatalf("pause while rolled back: refused %q", refused)
+	if ok, status, _ := m.Pause(ctx, "P2", names); ok || status != StatusRolledBack {
+		t.Fatalf("pause while rolled back: %v, status %q", ok, status)
 	}
 	if err := m.StartReplay(ctx); err != nil {
 		t.Fatal(err)
@@ -164,8 +167,8 @@ func TestPauseWithoutLeaseIsReady(t *testing.T) {
 	if _, err := m.Init(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if refused, err := m.Pause(ctx, "P", []string{"stats"}); err != nil || refused != "" {
-		t.Fatalf("pause: %q %v", refused, err)
+	if ok, status, err := m.Pause(ctx, "P", []string{"stats"}); err != nil || !ok {
+		t.Fatalf("pause: %q %v", status, err)
 	}
 	if s, _ := m.Status(ctx); s != StatusReady {
 		t.Fatalf("status of a pause without a lease: %q, want ready", s)

@@ -245,18 +245,18 @@ for j = 2 + 2 * n, #ARGV do redis.call('HDEL', KEYS[2], ARGV[j]) end
 return 1`)
 
 // Pause pauses the consumers for a handover: status paused with token and
-// the projections. It returns "" when it did, else the status that refuses
-// it (only ready, or a pause of an earlier rebuild that did not finish, can
-// be paused).
-func (m *Meta) Pause(ctx context.Context, token string, names []string) (string, error) {
+// the projections. It reports whether it did, and else the status that
+// refuses it ("" for a missing hash; only ready, or a pause of an earlier
+// rebuild that did not finish, can be paused).
+func (m *Meta) Pause(ctx context.Context, token string, names []string) (bool, string, error) {
 	got, err := pauseScript.Run(ctx, m.rdb, []string{m.keys.Meta()}, token, strings.Join(names, ",")).Text()
 	if err != nil {
-		return "", fmt.Errorf("pause the consumers: %w", err)
+		return false, "", fmt.Errorf("pause the consumers: %w", err)
 	}
 	if got == "ok" {
-		return "", nil
+		return true, "", nil
 	}
-	return got, nil
+	return false, got, nil
 }
 
 // pauseScript: status paused, pause token ARGV[1], projections ARGV[2];

@@ -63,12 +63,12 @@ func (r *rebuildRun) handover(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	token := newToken()
-	refused, err := r.meta.Pause(ctx, token, r.names)
+	ok, status, err := r.meta.Pause(ctx, token, r.names)
 	if err != nil {
 		return 0, err
 	}
-	if refused != "" {
-		return 0, fmt.Errorf("refusing: %s says status %q; only projections that are ready can be rebuilt while consumers run", r.meta.Key(), refused)
+	if !ok {
+		return 0, fmt.Errorf("refusing: %s says status %q; only projections that are ready can be rebuilt while consumers run", r.meta.Key(), status)
 	}
 	paused := time.Now()
 	released := false
