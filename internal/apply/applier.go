@@ -1,8 +1,8 @@
 // Package apply applies the writes that projections plan to Redis, exactly
-// once. How, step by step (markers, watermarks, the transaction and script
-// forms of the user step), is docs/design/exactly-once.md; the code follows
+// once. How, step by step (markers, watermarks, the user and the global
+// step), is docs/design/exactly-once.md; the code follows
 // its steps: grouping and coalescing (plan.go, coalesce.go), the user phase
-// (user.go, multi.go), the global phase (global.go), the script and its
+// (user.go), the global phase (global.go), the script and its
 // protocol (apply.lua, script.go, protocol.go).
 //
 // Applier is the consumers' guarded apply (and the replayer's after a data
@@ -50,7 +50,7 @@ type Result struct {
 	Outcomes []Outcome
 	// Writes counts the writes the scripts reported as applied.
 	Writes int64
-	// UserCalls and GlobalCalls count script calls and transactions.
+	// UserCalls and GlobalCalls count script calls.
 	UserCalls, GlobalCalls int
 }
 

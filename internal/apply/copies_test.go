@@ -74,8 +74,7 @@ func wipeKeys(t *testing.T, ctx context.Context, rdb redis.UniversalClient, patt
 // (a replay reads the partitions in another order than the consumer did)
 // applies the copy the marker names, exactly once: the Rebuilder (user and
 // global writes), CheckOnly (global writes), and the consumer's Applier
-// for a redelivery after a crash between the user and the global phase
-// (a transaction on a standalone server, a script call on a cluster).
+// for a redelivery after a crash between the user and the global phase.
 func TestCopiesInOneBatchFollowTheMarker(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -23,18 +23,13 @@ type core struct {
 	// perCall is how many user groups one script call may apply (1: one
 	// call per user; more on a standalone server, see usersPerCall).
 	perCall int
-	// multi applies user groups by MULTI/EXEC where it can (multi.go): a
-	// standalone server.
-	multi bool
-	// txKeys bounds the keys one transaction WATCHes (txKeysDefault).
-	txKeys int
-	bufMu  sync.Mutex            // guards bufs
-	bufs   [][]projections.Write // free buffers for a batch's planned writes (writeBuffer)
+	bufMu   sync.Mutex            // guards bufs
+	bufs    [][]projections.Write // free buffers for a batch's planned writes (writeBuffer)
 }
 
 func newCore(rdb redis.UniversalClient, planner *projections.Planner, opts Options, only map[string]bool) core {
 	return core{rdb: rdb, planner: planner, keys: projections.Keys{Prefix: opts.KeyPrefix}, opts: opts, only: only,
-		script: applyScript(), perCall: usersPerCall(rdb), multi: isStandalone(rdb), txKeys: txKeysDefault}
+		script: applyScript(), perCall: usersPerCall(rdb)}
 }
 
 // LoadScript loads the apply script on every server, so that EVALSHA finds

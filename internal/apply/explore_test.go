@@ -38,8 +38,8 @@ import (
 // model of the log. A failure shrinks to a minimal schedule that rapid
 // prints with the seed that replays it (-rapid.seed=N); -rapid.checks=N
 // sets the number of schedules per path (`make soak` runs more). It runs
-// over every path the appliers take (transactions, scripts of many users or
-// of one, on Redis 7.0, Valkey 8.1 and a 3-master cluster): the conformance
+// over every path the appliers take (script calls of many users or of one,
+// on Redis 7.0, Valkey 8.1 and a 3-master cluster): the conformance
 // suite of the apply paths, each held to the model.
 func TestExploreInterleavings(t *testing.T) {
 	for _, p := range explorePaths() {
@@ -74,17 +74,15 @@ func TestExploreInterleavings(t *testing.T) {
 type explorePath struct {
 	name            string
 	cluster, valkey bool
-	multi           bool // MULTI/EXEC where the reads decide (standalone only)
-	perCall         int  // users per script call
+	perCall         int // users per script call
 }
 
 // explorePaths lists the paths explored: EXPLORE_PATHS=<name>,... picks some.
 func explorePaths() []explorePath {
 	all := []explorePath{
-		{name: "redis-transactions", multi: true, perCall: usersPerCallStandalone},
 		{name: "redis-scripts", perCall: usersPerCallStandalone},
 		{name: "redis-script-per-user", perCall: 1},
-		{name: "valkey-transactions", valkey: true, multi: true, perCall: usersPerCallStandalone},
+		{name: "valkey-scripts", valkey: true, perCall: usersPerCallStandalone},
 		{name: "cluster", cluster: true, perCall: 1},
 	}
 	pick := os.Getenv("EXPLORE_PATHS")
@@ -227,7 +225,7 @@ func exploreConfigs() []projections.Config {
 
 // follow makes c apply user writes by the explored path.
 func (x *explorer) follow(c *core) {
-	c.multi, c.perCall = x.path.multi, x.path.perCall
+	c.perCall = x.path.perCall
 }
 
 // flushAll empties every master.

@@ -42,9 +42,9 @@ type lever struct {
 // its keys exist, its tables stop growing). The variant "peer" is the
 // at-least-once reference: every write as plain commands, pipelined per
 // batch, no markers. With APPLY_BASE_LUA naming a file, the variant "base"
-// runs the apply script of that file (another tree's apply.lua). "tx" is
-// the Applier as it is (its user writes by MULTI/EXEC, multi.go), "usersN"
-// the script with N users per call.
+// runs the apply script of that file (another tree's apply.lua). "usersN"
+// is the Applier with N users per script call (users64 is the default on a
+// standalone server), "fcall64" the same body called as a Redis Function.
 func BenchmarkLevers(b *testing.B) {
 	var levers []lever
 	if path := os.Getenv("APPLY_BASE_LUA"); path != "" {
@@ -59,29 +59,20 @@ func BenchmarkLevers(b *testing.B) {
 			}
 		}
 		levers = append(levers, lever{name: "base", apply: applyWith, setup: func(b *testing.B, a *Applier, _ *testredis.Server) {
-			a.script, a.perCall, a.multi = newScript(string(body)), basePerCall, false
+			a.script, a.perCall = newScript(string(body)), basePerCall
 		}})
 	}
 	for _, k := range leverUsersPerCall() {
 		levers = append(levers, lever{name: "users" + strconv.Itoa(k), apply: applyWith, setup: func(b *testing.B, a *Applier, _ *testredis.Server) {
-			a.perCall, a.multi = k, false
-		}})
-	}
-	for _, k := range leverTxKeys() {
-		levers = append(levers, lever{name: "tx" + strconv.Itoa(k), apply: applyWith, setup: func(b *testing.B, a *Applier, _ *testredis.Server) {
-			a.txKeys = k
+			a.perCall = k
 		}})
 	}
 	levers = append(levers,
-		lever{name: "tx", apply: applyWith}, // the default: MULTI/EXEC (multi.go)
 		lever{name: "fcall" + strconv.Itoa(usersPerCallStandalone), apply: applyWith, setup: func(b *testing.B, a *Applier, srv *testredis.Server) {
-			a.multi = false
 			if err := useFunction(context.Background(), a, srv.Addr()); err != nil {
 				b.Fatal(err)
 			}
 		}},
-		lever{name: "multi-probe", apply: applyMultiProbe},
-		lever{name: "multi-coalesced", apply: applyMultiCoalesced},
 		lever{name: "peer", apply: applyPeer})
 	for _, shape := range []struct {
 		name        string
@@ -96,10 +87,6 @@ func BenchmarkLevers(b *testing.B) {
 		})
 	}
 }
-
-// leverTxKeys returns the transactions' watched-key bounds to compare
-// beside the default (APPLY_TX_KEYS, comma-separated; none by default).
-func leverTxKeys() []int { return intsFromEnv("APPLY_TX_KEYS", nil) }
 
 // leverUsersPerCall returns the users per call to compare: APPLY_PER_CALL
 // (comma-separated), or 1 and usersPerCallStandalone.
@@ -250,7 +237,7 @@ func commandStats(b *testing.B, srv *testredis.Server) []cmdStat {
 
 // reportCommandStats reports every command's calls and usec per event (of
 // n events), and inner-us/ev: the commands called from scripts (all but the
-// script calls and the transactions' own).
+// script calls and the transactions' own, which the peer sends).
 func reportCommandStats(b *testing.B, srv *testredis.Server, n float64) {
 	outer := []string{"EVALSHA", "EVAL", "FCALL", "EXEC", "MULTI", "CONFIG", "INFO"}
 	var inner float64

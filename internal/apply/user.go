@@ -63,30 +63,18 @@ func (c *core) applyUsers(ctx context.Context, b *batch, m mode) error {
 // that no call blocks the server for long. A group whose
 // markers are found loses those events (duplicates, or redeliveries whose
 // user effects are already applied) and is tried again with the rest. In
-// modeCheck the calls carry no writes. In modeUser on a standalone server
-// the groups go by transaction first (multiRound), the rest by script.
+// modeCheck the calls carry no writes.
 func (c *core) applyUserChunk(ctx context.Context, groups map[string][]*item, order []string, res *Result, m mode) error {
 	pending := order
 	var gc groupCoalescer
 	for len(pending) > 0 {
 		gc.reset() // the writes of these calls stay put until they are sent
-		round := pending
-		var later map[string][]*item
-		if m == modeUser && c.multi {
-			later = splitForTx(groups, pending)
-		}
 		gc.reserve(groups, pending)
 		per := 1
 		if m == modeUser {
 			per = max(c.perCall, 1)
 		}
 		var next []string
-		if m == modeUser && c.multi {
-			var err error
-			if pending, next, err = c.multiRound(ctx, groups, pending, res, &gc); err != nil {
-				return err
-			}
-		}
 		var calls [][]any
 		var users [][]string // the users of each call
 		for start := 0; start < len(pending); {
@@ -117,7 +105,7 @@ func (c *core) applyUserChunk(ctx context.Context, groups map[string][]*item, or
 				return err
 			}
 		}
-		pending = rejoin(groups, later, round, next)
+		pending = next
 	}
 	return nil
 }

@@ -140,7 +140,6 @@ func dumpState(t *testing.T, rdb *redis.Client) map[string]string {
 func TestUsersCallBoundedByRecords(t *testing.T) {
 	rdb := testredis.StartStandalone(t).Client()
 	a := newTestApplier(t, rdb, projections.Defaults())
-	a.multi = false // the script calls are counted
 	ts := testNow.Add(-time.Hour)
 	var evs []events.Event
 	for i := range callRecords + 1 {

@@ -1,7 +1,9 @@
 // Package naive is the benchmark's baseline consumer: it applies each event
 // the way the seed articles write it — an idempotency key taken with SET NX
-// per event, then one Redis command per round trip for every write the
-// projections plan — without scripts, pipelines, batching or coalescing.
+// per event, then one round trip for every write the projections plan —
+// without pipelines, batching or coalescing. Each write goes as one call of
+// projector's apply script without markers (apply.Unguarded): the same
+// rules and encoding as the appliers.
 //
 // It writes the same projection keys as internal/apply (it uses the same
 // planner), but it is not exactly-once under crashes: an event whose SET NX
@@ -16,6 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"projector/internal/apply"
 	"projector/pkg/events"
 	"projector/pkg/projections"
 )
@@ -33,10 +36,11 @@ type Options struct {
 // Applier applies events one command at a time.
 type Applier struct {
 	rdb     redis.UniversalClient
+	sink    *apply.Unguarded
 	planner *projections.Planner
 	keys    projections.Keys
 	opts    Options
-	// Commands counts the Redis commands sent (one round trip each).
+	// Commands counts the Redis commands and script calls sent (one round trip each).
 	Commands int64
 }
 
@@ -45,7 +49,7 @@ func New(rdb redis.UniversalClient, planner *projections.Planner, opts Options) 
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Applier{rdb: rdb, planner: planner, keys: projections.Keys{Prefix: opts.KeyPrefix}, opts: opts}
+	return &Applier{rdb: rdb, sink: apply.NewUnguarded(rdb), planner: planner, keys: projections.Keys{Prefix: opts.KeyPrefix}, opts: opts}
 }
 
 // IdempotencyKey is `px:nx:{u:<user>}:<id>`, the naive consumer's SET NX
@@ -71,7 +75,8 @@ func (a *Applier) Apply(ctx context.Context, ev events.Event) (bool, error) {
 		return false, nil
 	}
 	for _, w := range a.planner.Plan(ev, now, nil) {
-		if err := a.write(ctx, &w); err != nil {
+		a.Commands++
+		if _, err := a.sink.Apply(ctx, [][]projections.Write{{w}}); err != nil {
 			return true, fmt.Errorf("event %s: %s %s: %w", ev.ID, w.Kind, w.Key, err)
 		}
 	}

@@ -14,8 +14,8 @@ type Metrics struct {
 	Events prometheus.Counter
 	// Poison counts records that did not decode (skipped): peer_poison_total.
 	Poison prometheus.Counter
-	// Commands counts the Redis commands sent: peer_commands_total.
-	Commands prometheus.Counter
+	// Calls counts the script calls sent: peer_calls_total.
+	Calls prometheus.Counter
 	// BatchEvents is the records per batch: peer_batch_events.
 	BatchEvents prometheus.Histogram
 }
@@ -26,11 +26,11 @@ func NewMetrics() *Metrics {
 		Registry: prometheus.NewRegistry(),
 		Events:   prometheus.NewCounter(prometheus.CounterOpts{Name: "peer_events_total", Help: "Records written and committed."}),
 		Poison:   prometheus.NewCounter(prometheus.CounterOpts{Name: "peer_poison_total", Help: "Records that did not decode (skipped)."}),
-		Commands: prometheus.NewCounter(prometheus.CounterOpts{Name: "peer_commands_total", Help: "Redis commands sent."}),
+		Calls:    prometheus.NewCounter(prometheus.CounterOpts{Name: "peer_calls_total", Help: "Script calls sent."}),
 		BatchEvents: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "peer_batch_events", Help: "Records per batch.",
 			Buckets: prometheus.ExponentialBuckets(1, 4, 9)}),
 	}
-	m.Registry.MustRegister(m.Events, m.Poison, m.Commands, m.BatchEvents,
+	m.Registry.MustRegister(m.Events, m.Poison, m.Calls, m.BatchEvents,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -2,11 +2,14 @@
 // written as a careful user of a pipelined Redis sink (Redis Kafka Connect,
 // Redpanda Connect's Redis outputs) would write it. It reads the topics with
 // the same kafka-go reader settings and batch size as projector's consumer,
-// plans every event with projector's own planner (pkg/projections), sends
-// each write as plain commands (Commands) in one pipeline per batch, and
-// commits the batch's offsets after the pipeline: no idempotency markers, no
-// guards, no Lua, no coalescing. It is wrong under redelivery by design
-// (a redelivered event is counted again); it exists to be measured against.
+// plans every event with projector's own planner (pkg/projections), applies
+// each batch's writes with projector's own rules and encoding, one script
+// call per user and one for the global writes, in one pipeline
+// (apply.Unguarded), and commits the batch's offsets after the pipeline: no
+// idempotency markers, no watermarks, no coalescing. It differs from
+// projector's consumer only in what exactly-once adds. It is wrong under
+// redelivery by design (a redelivered event is counted again); it exists to
+// be measured against.
 package peer
 
 import (
@@ -18,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
+	"projector/internal/apply"
 	"projector/internal/config"
 	"projector/internal/fetch"
 	"projector/internal/kafkaconn"
@@ -29,7 +33,7 @@ import (
 // Peer consumes the topics of its configuration as a member of its group.
 type Peer struct {
 	cfg     config.Config
-	rdb     redis.UniversalClient
+	sink    *apply.Unguarded
 	planner *projections.Planner
 	metrics *Metrics
 	now     func() time.Time
@@ -43,7 +47,7 @@ func New(cfg config.Config, rdb redis.UniversalClient, m *Metrics, now func() ti
 	if err != nil {
 		return nil, fmt.Errorf("peer: build projections: %w", err)
 	}
-	return &Peer{cfg: cfg, rdb: rdb, planner: planner, metrics: m, now: now}, nil
+	return &Peer{cfg: cfg, sink: apply.NewUnguarded(rdb), planner: planner, metrics: m, now: now}, nil
 }
 
 // newReader reads as projector's group member (records.GroupReader): the
@@ -56,8 +60,8 @@ func newReader(cfg config.Config, conn *kafkaconn.Conn) *fetch.Group {
 
 // job is one planned batch for the writer.
 type job struct {
-	cmds    []Cmd
-	commits []kafka.Message // the last record of each partition
+	groups  [][]projections.Write // one user's writes each, then the global ones
+	commits []kafka.Message       // the last record of each partition
 	records int
 }
 
@@ -79,12 +83,10 @@ func (p *Peer) Run(ctx context.Context) error {
 	in := make(chan kafka.Message)
 	fetchErr := make(chan error, 1)
 	go func() { fetchErr <- pump(ctx, r, in) }()
-	jobs, free := make(chan job), make(chan []Cmd, 2)
-	free <- nil
-	free <- nil
+	jobs := make(chan job)
 	written := make(chan error, 1)
 	go func() {
-		err := p.writer(ctx, r, jobs, free)
+		err := p.writer(ctx, r, jobs)
 		if err != nil {
 			cancel() // ends the gathering
 		}
@@ -107,12 +109,7 @@ func (p *Peer) Run(ctx context.Context) error {
 			return <-fetchErr
 		}
 		var j job
-		select {
-		case j.cmds = <-free:
-		case err := <-written:
-			return err
-		}
-		j.cmds, plan = p.commands(batch, j.cmds[:0], plan)
+		j.groups, plan = p.plan(batch, plan)
 		j.commits, j.records = lastPerPartition(batch), len(batch)
 		select {
 		case jobs <- j:
@@ -123,8 +120,8 @@ func (p *Peer) Run(ctx context.Context) error {
 }
 
 // writer writes and commits the jobs until ctx ends (nil then) or a
-// pipeline or commit fails, handing each job's command buffer back on free.
-func (p *Peer) writer(ctx context.Context, r *fetch.Group, jobs <-chan job, free chan<- []Cmd) error {
+// pipeline or commit fails.
+func (p *Peer) writer(ctx context.Context, r *fetch.Group, jobs <-chan job) error {
 	for {
 		var j job
 		select {
@@ -132,7 +129,7 @@ func (p *Peer) writer(ctx context.Context, r *fetch.Group, jobs <-chan job, free
 		case <-ctx.Done():
 			return nil
 		}
-		if err := p.write(ctx, j.cmds); err != nil {
+		if err := p.write(ctx, j.groups); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -145,7 +142,6 @@ func (p *Peer) writer(ctx context.Context, r *fetch.Group, jobs <-chan job, free
 			return fmt.Errorf("peer: commit: %w", err)
 		}
 		p.metrics.batch(j.records)
-		free <- j.cmds
 	}
 }
 
@@ -216,11 +212,14 @@ func gather(ctx context.Context, in <-chan kafka.Message, batch []kafka.Message,
 	return batch, nil
 }
 
-// commands decodes and plans every record of batch and appends the writes'
-// commands to cmds, in log order. Poison records are counted and skipped
-// (a sink's errors.tolerance=all); duplicates are applied again.
-func (p *Peer) commands(batch []kafka.Message, cmds []Cmd, plan []projections.Write) ([]Cmd, []projections.Write) {
+// plan decodes and plans every record of batch and returns its writes
+// grouped as the sink applies them: per user in the order of their first
+// record, then the global writes, each in log order. Poison records are
+// counted and skipped (a sink's errors.tolerance=all); duplicates are
+// applied again. scratch is the planner's buffer, returned for the next batch.
+func (p *Peer) plan(batch []kafka.Message, scratch []projections.Write) ([][]projections.Write, []projections.Write) {
 	now := p.now()
+	var g apply.Groups
 	for i := range batch {
 		if _, skipped := fetch.SkippedOf(batch[i]); skipped {
 			continue // transaction markers, records of aborted transactions: committed past, nothing to write
@@ -230,27 +229,18 @@ func (p *Peer) commands(batch []kafka.Message, cmds []Cmd, plan []projections.Wr
 			p.metrics.Poison.Inc()
 			continue
 		}
-		plan = p.planner.Plan(ev, now, plan[:0])
-		for j := range plan {
-			cmds = Commands(&plan[j], p.cfg.Location, cmds)
-		}
+		scratch = p.planner.Plan(ev, now, scratch[:0])
+		g.Add(ev.UserID, scratch)
 	}
-	return cmds, plan
+	return g.All(), scratch
 }
 
-// write sends cmds in one pipeline and fails on the first failed command.
-func (p *Peer) write(ctx context.Context, cmds []Cmd) error {
-	if len(cmds) == 0 {
-		return nil
+// write applies the groups in one pipeline and fails on the first failed call.
+func (p *Peer) write(ctx context.Context, groups [][]projections.Write) error {
+	if _, err := p.sink.Apply(ctx, groups); err != nil {
+		return fmt.Errorf("peer: %w", err)
 	}
-	pipe := p.rdb.Pipeline()
-	for _, c := range cmds {
-		pipe.Do(ctx, c...)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("peer: pipeline of %d commands: %w", len(cmds), err)
-	}
-	p.metrics.Commands.Add(float64(len(cmds)))
+	p.metrics.Calls.Add(float64(len(groups)))
 	return nil
 }
 
