@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"projector/internal/apply/wire"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -91,7 +92,7 @@ type Applier struct {
 	core
 	guards Guards
 	nodes  masterWatermarks // each master's own watermarks (GapCheck, Evidence)
-	seal   *script
+	seal   *wire.Script
 	meta   *coord.Meta
 }
 
@@ -99,7 +100,7 @@ type Applier struct {
 func New(rdb redis.UniversalClient, planner *projections.Planner, opts Options, g Guards) *Applier {
 	keys := projections.Keys{Prefix: opts.KeyPrefix}
 	return &Applier{core: newCore(rdb, planner, opts, nil), guards: g, meta: coord.New(rdb, opts.KeyPrefix, opts.Now),
-		nodes: masterWatermarks{rdb: rdb, keys: keys, on: g.Evidence}, seal: sealScript()}
+		nodes: masterWatermarks{rdb: rdb, keys: keys, on: g.Evidence}, seal: wire.SealScript()}
 }
 
 // Apply applies a batch. It is idempotent: calling it again with the same or an
@@ -149,7 +150,7 @@ func (a *Applier) apply(ctx context.Context, b *batch, repair bool) (Result, err
 
 // phases applies a planned batch: the user phase, the global phase, the seal.
 func (a *Applier) phases(ctx context.Context, b *batch) (Result, error) {
-	if err := a.applyUsers(ctx, b, modeUser); err != nil {
+	if err := a.applyUsers(ctx, b, wire.ModeUser); err != nil {
 		return b.res, err
 	}
 	return b.res, a.globalAndSeal(ctx, b)
@@ -166,9 +167,9 @@ func (a *Applier) globalAndSeal(ctx context.Context, b *batch) error {
 // globalGuard guards the global call with px:wm:{g} and, unless IgnoreMeta,
 // the meta hash; with GapCheck it refuses a batch after a gap.
 func (a *Applier) globalGuard() globalGuard {
-	g := globalGuard{wmKey: a.keys.Watermarks(), mode: modeGlobal, meta: !a.guards.IgnoreMeta}
+	g := globalGuard{wmKey: a.keys.Watermarks(), mode: wire.ModeGlobal, meta: !a.guards.IgnoreMeta}
 	if a.guards.GapCheck {
-		g.mode = modeGlobalGaps
+		g.mode = wire.ModeGlobalGaps
 	}
 	return g
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"projector/internal/apply/wire"
 	"testing"
 	"time"
 
@@ -145,7 +146,7 @@ func TestApplyAfterCrashBetweenUserAndGlobal(t *testing.T) {
 	recs, ranges := batchAt(0, view("e1", "u1", "p1", ts), view("e2", "u2", "p1", ts))
 	b := newBatch(recs, ranges)
 	release := a.plan(b, nil)
-	err := a.applyUsers(ctx, b, modeUser)
+	err := a.applyUsers(ctx, b, wire.ModeUser)
 	release()
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"projector/internal/apply/wire"
 
 	"github.com/redis/go-redis/v9"
 
@@ -64,5 +65,5 @@ func (a *CheckOnly) Apply(ctx context.Context, recs []Record, ranges []Range) (R
 			b.res.Outcomes[it.idx] = Applied
 		}
 	}
-	return b.res, a.applyGlobal(ctx, b, globalGuard{wmKey: a.wmKey, mode: modeGlobal})
+	return b.res, a.applyGlobal(ctx, b, globalGuard{wmKey: a.wmKey, mode: wire.ModeGlobal})
 }

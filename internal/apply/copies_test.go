@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"projector/internal/apply/wire"
 	"testing"
 	"time"
 
@@ -112,7 +113,7 @@ func TestCopiesInOneBatchFollowTheMarker(t *testing.T) {
 			recs, ranges := twoCopies(ev)
 			b := newBatch(recs[1:], ranges[1:]) // partition 1's batch: its user phase, then a crash
 			release := a.plan(b, nil)
-			err := a.applyUsers(ctx, b, modeUser)
+			err := a.applyUsers(ctx, b, wire.ModeUser)
 			release()
 			if err != nil {
 				t.Fatal(err)

@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"fmt"
+	"projector/internal/apply/wire"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -19,7 +20,7 @@ type core struct {
 	keys    projections.Keys
 	opts    Options
 	only    map[string]bool // the projections whose writes are kept (nil: all)
-	script  *script
+	script  *wire.Script
 	// perCall is how many user groups one script call may apply (1: one
 	// call per user; more on a standalone server, see usersPerCall).
 	perCall int
@@ -29,12 +30,12 @@ type core struct {
 
 func newCore(rdb redis.UniversalClient, planner *projections.Planner, opts Options, only map[string]bool) core {
 	return core{rdb: rdb, planner: planner, keys: projections.Keys{Prefix: opts.KeyPrefix}, opts: opts, only: only,
-		script: applyScript(), perCall: usersPerCall(rdb)}
+		script: wire.ApplyScript(), perCall: usersPerCall(rdb)}
 }
 
 // LoadScript loads the apply script on every server, so that EVALSHA finds
 // it from the first batch on (a server that lost it gets it again by EVAL).
-func (c *core) LoadScript(ctx context.Context) error { return c.script.load(ctx, c.rdb) }
+func (c *core) LoadScript(ctx context.Context) error { return c.script.Load(ctx, c.rdb) }
 
 // planAfter starts a batch under the watermark hash wmKey: it reads the
 // watermarks and plans the records after them (release ends the plan, see plan).

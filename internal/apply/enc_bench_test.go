@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"projector/internal/apply/wire"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ func BenchmarkEncode(b *testing.B) {
 		gc.reset()
 		for _, u := range order {
 			ws := gc.of(groups[u])
-			args := appendWrites(make([]any, 0, argCount(ws)), ws)
+			args := wire.AppendWrites(make([]any, 0, wire.ArgCount(ws)), ws)
 			n += len(args)
 		}
 	}

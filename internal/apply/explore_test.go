@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"projector/internal/apply/wire"
 	"slices"
 	"strconv"
 	"strings"
@@ -438,7 +439,7 @@ func (x *explorer) Begin(t *rapid.T) {
 	}
 	x.note("consumer %d begins %v (user phase)", x.index(c), ranges)
 	release := c.a.plan(b, b.wms)
-	if err := c.a.applyUsers(x.ctx, b, modeUser); err != nil {
+	if err := c.a.applyUsers(x.ctx, b, wire.ModeUser); err != nil {
 		release()
 		t.Fatal(err)
 	}

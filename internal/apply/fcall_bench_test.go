@@ -39,11 +39,11 @@ func (h fcallHook) rewrite(cmd redis.Cmder) {
 // as a Redis Function, loaded once with FUNCTION LOAD.
 func useFunction(ctx context.Context, a *Applier, addr string) error {
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	lib := "#!lua name=pxapply\nredis.register_function('pxapply', function(KEYS, ARGV)\n" + a.script.src + "\nend)"
+	lib := "#!lua name=pxapply\nredis.register_function('pxapply', function(KEYS, ARGV)\n" + a.script.Src + "\nend)"
 	if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
 		return fmt.Errorf("function load: %w", err)
 	}
-	rdb.AddHook(fcallHook{sha: a.script.sha, fn: "pxapply"})
+	rdb.AddHook(fcallHook{sha: a.script.SHA, fn: "pxapply"})
 	a.rdb = rdb
 	return nil
 }

@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"fmt"
+	"projector/internal/apply/wire"
 	"strconv"
 
 	"projector/internal/coord"
@@ -15,7 +16,7 @@ type globalGuard struct {
 	// wmKey is the hash of the per-partition watermarks.
 	wmKey string
 	// mode is modeGlobal, or modeGlobalGaps to refuse a batch after a gap.
-	mode mode
+	mode wire.Mode
 	// meta makes the script check px:meta:{g}: its status, and that its
 	// holds are those the batch was planned with.
 	meta bool
@@ -32,26 +33,26 @@ func (c *core) applyGlobal(ctx context.Context, b *batch, g globalGuard) error {
 	for len(rs) > 0 {
 		call := c.globalCall(g, rs, b.heldRaw, globalWrites(done, rs, b.held))
 		b.res.GlobalCalls++
-		r, err := c.script.run(ctx, c.rdb, call, len(rs))
+		r, err := c.script.Run(ctx, c.rdb, call, len(rs))
 		if err != nil {
 			return fmt.Errorf("apply global writes: %w", err)
 		}
-		switch r.code {
-		case replyApplied:
-			b.res.Writes += r.writes
+		switch r.Code {
+		case wire.ReplyApplied:
+			b.res.Writes += r.Writes
 			return nil
-		case replyFound:
-			if rs, err = advance(rs, r.hits); err != nil {
+		case wire.ReplyFound:
+			if rs, err = advance(rs, r.Hits); err != nil {
 				return fmt.Errorf("apply global writes: %w", err)
 			}
-		case replyHoldsChanged:
+		case wire.ReplyHoldsChanged:
 			return errHoldsChanged
-		case replyGap:
+		case wire.ReplyGap:
 			return gapsOf(r, rs, "")
-		case replyNotReady:
-			return &NotReadyError{Status: r.status}
+		case wire.ReplyNotReady:
+			return &NotReadyError{Status: r.Status}
 		default:
-			return fmt.Errorf("apply global writes: %w", r.unexpected())
+			return fmt.Errorf("apply global writes: %w", r.Unexpected())
 		}
 	}
 	return nil
@@ -77,14 +78,14 @@ func unapplied(ranges []Range, wms map[string]string) []Range {
 
 // advance moves each range a reply names past the watermark it holds,
 // dropping the ranges that it covers.
-func advance(rs []Range, hits []hit) ([]Range, error) {
+func advance(rs []Range, hits []wire.Hit) ([]Range, error) {
 	wms := make(map[int]int64, len(hits))
 	for _, h := range hits {
-		wm, err := h.offset()
+		wm, err := h.Offset()
 		if err != nil {
 			return nil, err
 		}
-		wms[h.at] = wm
+		wms[h.At] = wm
 	}
 	var next []Range
 	for j, r := range rs {
@@ -143,14 +144,14 @@ func insideRange(rs []Range, tp offsets.TopicPartition, offset int64) bool {
 // globalCall is the script call that applies ws over the ranges rs under
 // guard g, for a batch planned with the hold fields heldRaw.
 func (c *core) globalCall(g globalGuard, rs []Range, heldRaw []string, ws []projections.Write) []any {
-	n := 3 + 3*len(rs) + len(heldRaw) + argCount(ws)
+	n := 3 + 3*len(rs) + len(heldRaw) + wire.ArgCount(ws)
 	var call []any
 	if g.meta {
-		call = c.script.start(n, g.wmKey, c.keys.Meta())
+		call = c.script.Start(n, g.wmKey, c.keys.Meta())
 	} else {
-		call = c.script.start(n, g.wmKey)
+		call = c.script.Start(n, g.wmKey)
 	}
-	call = append(call, g.mode.arg(), g.wmKey, strconv.Itoa(len(rs)))
+	call = append(call, g.mode.Arg(), g.wmKey, strconv.Itoa(len(rs)))
 	for _, r := range rs {
 		call = append(call, r.TP().String(), strconv.FormatInt(r.First, 10), strconv.FormatInt(r.Last, 10))
 	}
@@ -158,5 +159,5 @@ func (c *core) globalCall(g globalGuard, rs []Range, heldRaw []string, ws []proj
 	for _, v := range heldRaw {
 		call = append(call, v)
 	}
-	return appendWrites(call, ws)
+	return wire.AppendWrites(call, ws)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"projector/internal/apply/wire"
 	"slices"
 	"sort"
 	"strconv"
@@ -59,7 +60,7 @@ func BenchmarkLevers(b *testing.B) {
 			}
 		}
 		levers = append(levers, lever{name: "base", apply: applyWith, setup: func(b *testing.B, a *Applier, _ *testredis.Server) {
-			a.script, a.perCall = newScript(string(body)), basePerCall
+			a.script, a.perCall = wire.NewScript(string(body)), basePerCall
 		}})
 	}
 	for _, k := range leverUsersPerCall() {

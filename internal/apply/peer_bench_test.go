@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"projector/internal/apply/wire"
 
 	"github.com/redis/go-redis/v9"
 
@@ -14,12 +15,12 @@ import (
 // per user and one for the global writes, all of a batch in one pipeline.
 func applyPeer(ctx context.Context, a *Applier, rdb *redis.Client, recs []Record, _ []Range) error {
 	now := a.opts.Now()
-	var g Groups
+	var g wire.Groups
 	var ws []projections.Write
 	for i := range recs {
 		ws = a.planner.Plan(recs[i].Event, now, ws[:0])
 		g.Add(recs[i].Event.UserID, ws)
 	}
-	_, err := NewUnguarded(rdb).Apply(ctx, g.All())
+	_, err := wire.NewUnguarded(rdb).Apply(ctx, g.All())
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"projector/internal/apply/wire"
 	"strconv"
 )
 
@@ -75,7 +76,7 @@ func (a *Applier) CommitUsers(ctx context.Context, p *Prepared) error {
 			return nil
 		}
 	}
-	return a.applyUsers(ctx, b, modeUser)
+	return a.applyUsers(ctx, b, wire.ModeUser)
 }
 
 // CommitGlobal is the rest of Commit, after CommitUsers of the batch: the

@@ -3,7 +3,7 @@ package apply
 import (
 	"context"
 	"fmt"
-	"regexp"
+	"projector/internal/apply/wire"
 	"strings"
 	"testing"
 	"time"
@@ -15,91 +15,6 @@ import (
 	"projector/pkg/events"
 	p "projector/pkg/projections"
 )
-
-// TestProtocolKnowsEveryKind: every write kind of pkg/projections has a
-// code, an argument count and a branch in apply.lua, and every mode a branch.
-func TestProtocolKnowsEveryKind(t *testing.T) {
-	if s := (lastKind + 1).String(); s != "UNKNOWN" {
-		t.Fatalf("pkg/projections has kind %s after %s: add it to the protocol (lastKind, kindArgs, apply.lua)", s, lastKind)
-	}
-	for k := p.IncrBy; k <= lastKind; k++ {
-		if kindArgs[k] == 0 || kindArg[k] != kindCode(k) {
-			t.Errorf("kind %s: %d arguments, code %v", k, kindArgs[k], kindArg[k])
-		}
-		// counters have a section of their own, ahead of the other writes
-		if k != p.IncrBy && !strings.Contains(applyBody, "kind == "+kindLua(k)+" then") {
-			t.Errorf("apply.lua has no branch for %s", kindLua(k))
-		}
-	}
-	for _, m := range modes {
-		if !strings.Contains(applyBody, "mode == "+m.lua) {
-			t.Errorf("apply.lua has no branch for %s", m.lua)
-		}
-	}
-}
-
-// TestScriptsNameOnlyDeclaredValues: every protocol name the scripts use is
-// declared by the header, once.
-func TestScriptsNameOnlyDeclaredValues(t *testing.T) {
-	declared := map[string]int{}
-	for _, m := range regexp.MustCompile(`(?m)^local ([A-Z_]+) = `).FindAllStringSubmatch(luaHeader(), -1) {
-		declared[m[1]]++
-	}
-	for name, n := range declared {
-		if n != 1 {
-			t.Errorf("the header declares %s %d times", name, n)
-		}
-	}
-	used := regexp.MustCompile(`\b(?:MODE|KIND|REPLY|STATUS|HOLD)_[A-Z_]+\b`)
-	for name, body := range map[string]string{"apply.lua": applyBody, "the seal script": sealBody} {
-		names := used.FindAllString(body, -1)
-		if len(names) == 0 {
-			t.Errorf("%s names no protocol value", name)
-		}
-		for _, u := range names {
-			if declared[u] == 0 {
-				t.Errorf("%s names %s, which the header does not declare", name, u)
-			}
-		}
-	}
-}
-
-func TestDecodeReply(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		vals []any
-		want string // fmt of the reply, or "error"
-	}{
-		{"applied", []any{int64(1), int64(7)}, "{1 7  []}"},
-		{"applied without writes", []any{int64(1)}, "error"},
-		{"not ready", []any{int64(-1), "rebuilding"}, "{-1 0 rebuilding []}"},
-		{"not ready without status", []any{int64(-1)}, "error"},
-		{"holds changed", []any{int64(-2)}, "{-2 0  []}"},
-		{"holds changed with more", []any{int64(-2), int64(1)}, "error"},
-		{"found", []any{int64(0), int64(2), "t:0:5", int64(1), "t:0:3"}, "{0 0  [{1 t:0:5} {0 t:0:3}]}"},
-		{"found beyond the call", []any{int64(0), int64(3), "t:0:5"}, "error"},
-		{"found at 0", []any{int64(0), int64(0), "t:0:5"}, "error"},
-		{"found without value", []any{int64(0), int64(1)}, "error"},
-		{"found without entries", []any{int64(0)}, "error"},
-		{"found with a number", []any{int64(0), int64(1), int64(5)}, "error"},
-		{"gap", []any{int64(-3), int64(1), "4"}, "{-3 0  [{0 4}]}"},
-		{"unknown code", []any{int64(7)}, "error"},
-		{"code as text", []any{"1", int64(0)}, "error"},
-		{"empty", nil, "error"},
-	} {
-		r, err := decodeReply(c.vals, 2)
-		got := fmt.Sprint(r)
-		if err != nil {
-			got = "error"
-		}
-		if got != c.want {
-			t.Errorf("%s: decodeReply(%v) = %s (%v), want %s", c.name, c.vals, got, err, c.want)
-		}
-	}
-	if _, err := (hit{at: 0, value: "x"}).offset(); err == nil {
-		t.Errorf("offset of a watermark %q: no error", "x")
-	}
-}
 
 // servers are the servers the protocol must work on: Redis 7.0, Valkey 8.1
 // and the embedded demo's miniredis.
@@ -119,10 +34,10 @@ func servers(t *testing.T) map[string]redis.UniversalClient {
 // mode writes nothing.
 func TestUnknownModeOrKindIsAnError(t *testing.T) {
 	ctx := context.Background()
-	as, ss := applyScript(), sealScript()
+	as, ss := wire.ApplyScript(), wire.SealScript()
 	for name, rdb := range servers(t) {
-		call := func(s *script, args ...any) error {
-			_, err := s.run(ctx, rdb, append(s.start(len(args), "px:wm:{g}"), args...), 1)
+		call := func(s *wire.Script, args ...any) error {
+			_, err := s.Run(ctx, rdb, append(s.Start(len(args), "px:wm:{g}"), args...), 1)
 			return err
 		}
 		// a global call in mode "x" that would set the watermark
@@ -137,8 +52,8 @@ func TestUnknownModeOrKindIsAnError(t *testing.T) {
 			t.Errorf("%s: seal script in mode x: %v, want an unknown mode error", name, err)
 		}
 		// no markers, no profiles, no counters, then one write of each unknown kind
-		for _, kind := range []any{kindCode(p.IncrBy), "0", "z"} {
-			err := call(as, modeUser.arg(), 0, 0, 0, kind, "k", "1", "0")
+		for _, kind := range []any{wire.KindCode(p.IncrBy), "0", "z"} {
+			err := call(as, wire.ModeUser.Arg(), 0, 0, 0, kind, "k", "1", "0")
 			if err == nil || !strings.Contains(err.Error(), "unknown write kind") {
 				t.Errorf("%s: write kind %v: %v, want an unknown write kind error", name, kind, err)
 			}
@@ -170,8 +85,8 @@ func TestEveryKindOnEveryServer(t *testing.T) {
 				kinds[w.Kind] = true
 			}
 		}
-		if len(kinds) != int(lastKind) {
-			t.Fatalf("the batch plans %d kinds of write, want all %d", len(kinds), lastKind)
+		if len(kinds) != int(wire.LastKind) {
+			t.Fatalf("the batch plans %d kinds of write, want all %d", len(kinds), wire.LastKind)
 		}
 		recs, rg := batchAt(0, evs...)
 		for round, run := range []func(context.Context, []Record, []Range) (Result, error){a.Apply, a.Repair} {
@@ -223,7 +138,7 @@ func TestNoScriptLoadsAgain(t *testing.T) {
 		if err != nil || res.Outcomes[0] != Applied {
 			t.Fatalf("Apply after SCRIPT FLUSH: %v %v", res.Outcomes, err)
 		}
-		if ok := rdb.ScriptExists(ctx, a.script.sha).Val(); len(ok) != 1 || !ok[0] {
+		if ok := rdb.ScriptExists(ctx, a.script.SHA).Val(); len(ok) != 1 || !ok[0] {
 			t.Fatalf("the apply script is not loaded again after SCRIPT FLUSH")
 		}
 	}

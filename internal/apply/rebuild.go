@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"projector/internal/apply/wire"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -141,7 +142,7 @@ func (a *Rebuilder) Apply(ctx context.Context, recs []Record, ranges []Range) (R
 		if len(fresh.order)+len(order) == 0 {
 			break
 		}
-		err := a.applyUsers(ctx, fresh, modeUser)
+		err := a.applyUsers(ctx, fresh, wire.ModeUser)
 		b.res.Writes, b.res.UserCalls = b.res.Writes+fresh.res.Writes, b.res.UserCalls+fresh.res.UserCalls
 		if err != nil {
 			return b.res, err
@@ -153,7 +154,7 @@ func (a *Rebuilder) Apply(ctx context.Context, recs []Record, ranges []Range) (R
 	if a.mode == RebuildMarked {
 		return b.res, nil
 	}
-	return b.res, a.applyGlobal(ctx, b, globalGuard{wmKey: a.wmKey, mode: modeGlobal})
+	return b.res, a.applyGlobal(ctx, b, globalGuard{wmKey: a.wmKey, mode: wire.ModeGlobal})
 }
 
 // run is a user's consecutive records of one fate (fresh or guarded) in a
@@ -178,22 +179,22 @@ func (a *Rebuilder) applyGuarded(ctx context.Context, b *batch, groups map[strin
 				ws = append(ws, it.user...)
 			}
 			rss[i] = rangesOf(groups[u])
-			guard := globalGuard{wmKey: a.keys.RebuildWatermarks(u), mode: modeGlobal}
+			guard := globalGuard{wmKey: a.keys.RebuildWatermarks(u), mode: wire.ModeGlobal}
 			calls[i] = a.globalCall(guard, rss[i], nil, Coalesce(ws))
 		}
 		var next []string
-		for i, cmd := range a.script.exec(ctx, a.rdb, calls, nil) {
+		for i, cmd := range a.script.Exec(ctx, a.rdb, calls, nil) {
 			u := pending[i]
 			b.res.UserCalls++
-			r, err := replyOf(cmd, len(rss[i]))
+			r, err := wire.ReplyOf(cmd, len(rss[i]))
 			if err != nil {
 				return fmt.Errorf("rebuild user %q: %w", u, err)
 			}
-			switch r.code {
-			case replyApplied:
-				b.res.Writes += r.writes
-			case replyFound:
-				rest, err := unreached(groups[u], rss[i], r.hits)
+			switch r.Code {
+			case wire.ReplyApplied:
+				b.res.Writes += r.Writes
+			case wire.ReplyFound:
+				rest, err := unreached(groups[u], rss[i], r.Hits)
 				if err != nil {
 					return fmt.Errorf("rebuild user %q: %w", u, err)
 				}
@@ -201,7 +202,7 @@ func (a *Rebuilder) applyGuarded(ctx context.Context, b *batch, groups map[strin
 					groups[u], next = rest, append(next, u)
 				}
 			default:
-				return fmt.Errorf("rebuild user %q: %w", u, r.unexpected())
+				return fmt.Errorf("rebuild user %q: %w", u, r.Unexpected())
 			}
 		}
 		pending = next
@@ -227,14 +228,14 @@ func rangesOf(g []*item) []Range {
 
 // unreached returns the records of g after the watermarks that the hits
 // report for the ranges rs.
-func unreached(g []*item, rs []Range, hits []hit) ([]*item, error) {
+func unreached(g []*item, rs []Range, hits []wire.Hit) ([]*item, error) {
 	wms := map[string]int64{}
 	for _, h := range hits {
-		wm, err := h.offset()
+		wm, err := h.Offset()
 		if err != nil {
 			return nil, err
 		}
-		wms[rs[h.at].TP().String()] = wm
+		wms[rs[h.At].TP().String()] = wm
 	}
 	var rest []*item
 	for _, it := range g {

@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"fmt"
+	"projector/internal/apply/wire"
 	"strings"
 	"time"
 
@@ -23,44 +24,6 @@ type Sync struct {
 
 // On reports whether anything is waited for.
 func (s Sync) On() bool { return s.Replicas > 0 || s.AOF }
-
-// sealBody raises each master's own per-partition watermarks (px:nwm) to
-// the batch's last offsets. KEYS[1]: the hash. ARGV[1]: MODE_GLOBAL_GAPS to
-// check first that no stored watermark lies below a range's first offset - 1
-// (that master went back in time: then nothing is written and
-// {REPLY_GAP, i1, wm1, ...} is returned), MODE_GLOBAL not to; ARGV[2]: n;
-// then n x (field, firstOffset, lastOffset). Every field is written (the
-// larger of the stored and the new offset), so the call is a write that a
-// following WAIT waits for. Returns {REPLY_APPLIED, n}.
-const sealBody = `
-local check = ARGV[1]
-if check ~= MODE_GLOBAL and check ~= MODE_GLOBAL_GAPS then
-  return redis.error_reply('projector: unknown mode ' .. tostring(check))
-end
-local n = tonumber(ARGV[2])
-local cur = {}
-local gaps = nil
-for j = 0, n - 1 do
-  local b = 3 + 3 * j
-  local v = redis.call('HGET', KEYS[1], ARGV[b])
-  cur[j] = v and tonumber(v)
-  if check == MODE_GLOBAL_GAPS and v and cur[j] < tonumber(ARGV[b + 1]) - 1 then
-    gaps = gaps or {REPLY_GAP}
-    gaps[#gaps + 1] = j + 1
-    gaps[#gaps + 1] = v
-  end
-end
-if gaps then return gaps end
-for j = 0, n - 1 do
-  local b = 3 + 3 * j
-  local last = tonumber(ARGV[b + 2])
-  if cur[j] and cur[j] > last then last = cur[j] end
-  redis.call('HSET', KEYS[1], ARGV[b], tostring(last))
-end
-return {REPLY_APPLIED, n}`
-
-// sealScript returns the seal script.
-func sealScript() *script { return newScript(sealBody) }
 
 // Gap is a partition whose applied records Redis lost: it holds Applied as
 // the last applied offset, below the records that came after.
@@ -115,13 +78,13 @@ func (a *Applier) sealBatch(ctx context.Context, ranges []Range) error {
 	if !a.guards.Sync.On() && (!cluster || !a.guards.Evidence) {
 		return nil
 	}
-	check := modeGlobal
+	check := wire.ModeGlobal
 	if cluster && a.guards.GapCheck {
-		check = modeGlobalGaps
+		check = wire.ModeGlobalGaps
 	}
 	seal := func(ctx context.Context, c *redis.Client, key string) error {
-		call := a.seal.start(2+3*len(ranges), key)
-		call = append(call, check.arg(), len(ranges))
+		call := a.seal.Start(2+3*len(ranges), key)
+		call = append(call, check.Arg(), len(ranges))
 		for _, r := range ranges {
 			call = append(call, r.TP().String(), r.First, r.Last)
 		}
@@ -142,7 +105,7 @@ func (a *Applier) sealNode(ctx context.Context, c *redis.Client, call []any, ran
 	s := a.guards.Sync
 	ms := max(s.Timeout.Milliseconds(), 1)
 	var wait, waitAOF *redis.Cmd
-	sealed := a.seal.exec(ctx, c, [][]any{call}, func(pipe redis.Pipeliner) {
+	sealed := a.seal.Exec(ctx, c, [][]any{call}, func(pipe redis.Pipeliner) {
 		if s.Replicas > 0 {
 			wait = pipe.Do(ctx, "WAIT", s.Replicas, ms)
 		}
@@ -151,17 +114,17 @@ func (a *Applier) sealNode(ctx context.Context, c *redis.Client, call []any, ran
 		}
 	})[0]
 	node := c.Options().Addr
-	r, err := replyOf(sealed, len(ranges))
+	r, err := wire.ReplyOf(sealed, len(ranges))
 	if err != nil {
 		return fmt.Errorf("seal batch on %s: %w", node, err)
 	}
-	switch r.code {
-	case replyApplied:
+	switch r.Code {
+	case wire.ReplyApplied:
 		return checkWaits(s, node, wait, waitAOF)
-	case replyGap:
+	case wire.ReplyGap:
 		return gapsOf(r, ranges, node)
 	}
-	return fmt.Errorf("seal batch on %s: %w", node, r.unexpected())
+	return fmt.Errorf("seal batch on %s: %w", node, r.Unexpected())
 }
 
 // checkWaits checks the replies of WAIT and WAITAOF (nil: not sent) on node.
@@ -188,14 +151,14 @@ func checkWaits(s Sync, node string, wait, waitAOF *redis.Cmd) error {
 }
 
 // gapsOf is the *GapError of a replyGap reply r to a call over the ranges rs.
-func gapsOf(r reply, rs []Range, node string) error {
+func gapsOf(r wire.Reply, rs []Range, node string) error {
 	ge := &GapError{}
-	for _, h := range r.hits {
-		wm, err := h.offset()
+	for _, h := range r.Hits {
+		wm, err := h.Offset()
 		if err != nil {
 			return fmt.Errorf("gap reply: %w", err)
 		}
-		rg := rs[h.at]
+		rg := rs[h.At]
 		ge.Gaps = append(ge.Gaps, Gap{Topic: rg.Topic, Partition: rg.Partition, Applied: wm, Node: node})
 	}
 	return ge

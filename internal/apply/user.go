@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"fmt"
+	"projector/internal/apply/wire"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -21,7 +22,7 @@ const (
 
 // applyUsers runs one script call per user group of b in mode m (modeUser
 // or modeCheck), in concurrent pipelines of userChunk users (see applyUserChunk).
-func (c *core) applyUsers(ctx context.Context, b *batch, m mode) error {
+func (c *core) applyUsers(ctx context.Context, b *batch, m wire.Mode) error {
 	if len(b.order) <= userChunk {
 		return c.applyUserChunk(ctx, b.groups, b.order, &b.res, m)
 	}
@@ -64,14 +65,14 @@ func (c *core) applyUsers(ctx context.Context, b *batch, m mode) error {
 // markers are found loses those events (duplicates, or redeliveries whose
 // user effects are already applied) and is tried again with the rest. In
 // modeCheck the calls carry no writes.
-func (c *core) applyUserChunk(ctx context.Context, groups map[string][]*item, order []string, res *Result, m mode) error {
+func (c *core) applyUserChunk(ctx context.Context, groups map[string][]*item, order []string, res *Result, m wire.Mode) error {
 	pending := order
 	var gc groupCoalescer
 	for len(pending) > 0 {
 		gc.reset() // the writes of these calls stay put until they are sent
 		gc.reserve(groups, pending)
 		per := 1
-		if m == modeUser {
+		if m == wire.ModeUser {
 			per = max(c.perCall, 1)
 		}
 		var next []string
@@ -92,7 +93,7 @@ func (c *core) applyUserChunk(ctx context.Context, groups map[string][]*item, or
 			}
 			users = append(users, us)
 		}
-		cmds := c.script.exec(ctx, c.rdb, calls, nil)
+		cmds := c.script.Exec(ctx, c.rdb, calls, nil)
 		for i, us := range users {
 			res.UserCalls++
 			var err error
@@ -113,15 +114,15 @@ func (c *core) applyUserChunk(ctx context.Context, groups map[string][]*item, or
 // userCall returns the call of one user group g in mode m: EVALSHA sha 1
 // key mode n markers... writes..., built in one slice that go-redis sends as
 // it is (pointers into g and gc: see script.start).
-func (c *core) userCall(g []*item, m mode, gc *groupCoalescer) []any {
+func (c *core) userCall(g []*item, m wire.Mode, gc *groupCoalescer) []any {
 	var ws []projections.Write
-	if m == modeUser {
+	if m == wire.ModeUser {
 		ws = gc.of(g)
 	}
-	call := c.script.start(2+3+2*len(g)+argCount(ws), &g[0].marker)
-	call = append(call, m.arg(), len(g))
+	call := c.script.Start(2+3+2*len(g)+wire.ArgCount(ws), &g[0].marker)
+	call = append(call, m.Arg(), len(g))
 	call = appendMarkers(call, g)
-	return appendWrites(call, ws)
+	return wire.AppendWrites(call, ws)
 }
 
 // usersCall returns the modeUsers call of the groups of us: per user its
@@ -133,37 +134,28 @@ func (c *core) usersCall(groups map[string][]*item, us []string, gc *groupCoales
 	for i, u := range us {
 		g := groups[u]
 		wss[i] = gc.of(g)
-		n += 5 + 2*len(g) + argCount(wss[i])
+		n += 5 + 2*len(g) + wire.ArgCount(wss[i])
 	}
-	call := c.script.start(n, &groups[us[0]][0].marker)
-	call = append(call, modeUsers.arg(), len(us))
+	call := c.script.Start(n, &groups[us[0]][0].marker)
+	call = append(call, wire.ModeUsers.Arg(), len(us))
 	for i, u := range us {
 		g := groups[u]
 		call = append(call, len(g))
 		call = appendMarkers(call, g)
 		w := len(call)
-		call = appendWrites(append(call, 0), wss[i])
+		call = wire.AppendWrites(append(call, 0), wss[i])
 		call[w] = len(call) - w - 1
 	}
 	return call
 }
 
-// appendMarkers encodes the markers of g's records in runs of one marker
-// hash: key, expiry, count, then (event id, origin) per record (pointers: g
-// must not change until the command has been sent).
+// appendMarkers encodes the markers of g's records (pointers: g must not
+// change until the command has been sent).
 func appendMarkers(args []any, g []*item) []any {
-	for j := 0; j < len(g); {
-		k := j + 1
-		for k < len(g) && g[k].marker == g[j].marker && g[k].markerExp == g[j].markerExp {
-			k++
-		}
-		args = append(args, &g[j].marker, &g[j].markerExp, k-j)
-		for _, it := range g[j:k] {
-			args = append(args, &it.rec.Event.ID, &it.origin)
-		}
-		j = k
-	}
-	return args
+	return wire.AppendMarkers(args, len(g), func(i int) wire.Marker {
+		it := g[i]
+		return wire.Marker{Hash: &it.marker, ExpireAt: &it.markerExp, ID: &it.rec.Event.ID, Origin: &it.origin}
+	})
 }
 
 // settleUser reads the reply of user u's own call and returns next with u
@@ -171,20 +163,20 @@ func appendMarkers(args []any, g []*item) []any {
 // when others had one (groups[u] then holds them).
 func settleUser(groups map[string][]*item, u string, cmd *redis.Cmd, res *Result, next []string) ([]string, error) {
 	g := groups[u]
-	r, err := replyOf(cmd, len(g))
+	r, err := wire.ReplyOf(cmd, len(g))
 	if err != nil {
 		return nil, fmt.Errorf("apply user %q: %w", u, err)
 	}
-	switch r.code {
-	case replyApplied:
+	switch r.Code {
+	case wire.ReplyApplied:
 		applied(g, res)
-		res.Writes += r.writes
+		res.Writes += r.Writes
 		return next, nil
-	case replyFound:
+	case wire.ReplyFound:
 	default:
-		return nil, fmt.Errorf("apply user %q: %w", u, r.unexpected())
+		return nil, fmt.Errorf("apply user %q: %w", u, r.Unexpected())
 	}
-	return settleHits(groups, u, r.hits, res, next), nil
+	return settleHits(groups, u, r.Hits, res, next), nil
 }
 
 // settleUsers reads the reply of a modeUsers call of the users us, as
@@ -198,7 +190,7 @@ func settleUsers(groups map[string][]*item, us []string, cmd *redis.Cmd, res *Re
 	if err != nil {
 		return nil, fmt.Errorf("apply users %q..: %w", us[0], err)
 	}
-	writes, found, err := decodeUsersReply(vals, sizes)
+	writes, found, err := wire.DecodeUsersReply(vals, sizes)
 	if err != nil {
 		return nil, fmt.Errorf("apply users %q..: %w", us[0], err)
 	}
@@ -223,12 +215,12 @@ func applied(g []*item, res *Result) {
 // settleHits records the records of user u whose markers a call found
 // (hits) and keeps the others in groups[u], appending u to next when there
 // are any.
-func settleHits(groups map[string][]*item, u string, hits []hit, res *Result, next []string) []string {
+func settleHits(groups map[string][]*item, u string, hits []wire.Hit, res *Result, next []string) []string {
 	g := groups[u]
 	for _, h := range hits {
-		it := g[h.at]
+		it := g[h.At]
 		it.marked = true
-		if namesRecord(h.value, it) || it.adopt(h.value, res) {
+		if namesRecord(h.Value, it) || it.adopt(h.Value, res) {
 			res.Outcomes[it.idx] = Applied // this very record was applied before (by a rebuild too)
 		} else {
 			res.Outcomes[it.idx] = Duplicate

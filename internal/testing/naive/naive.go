@@ -2,7 +2,7 @@
 // the way the seed articles write it — an idempotency key taken with SET NX
 // per event, then one round trip for every write the projections plan —
 // without pipelines, batching or coalescing. Each write goes as one call of
-// projector's apply script without markers (apply.Unguarded): the same
+// projector's apply script without markers (wire.Unguarded): the same
 // rules and encoding as the appliers.
 //
 // It writes the same projection keys as internal/apply (it uses the same
@@ -18,7 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"projector/internal/apply"
+	"projector/internal/apply/wire"
 	"projector/pkg/events"
 	"projector/pkg/projections"
 )
@@ -36,7 +36,7 @@ type Options struct {
 // Applier applies events one command at a time.
 type Applier struct {
 	rdb     redis.UniversalClient
-	sink    *apply.Unguarded
+	sink    *wire.Unguarded
 	planner *projections.Planner
 	keys    projections.Keys
 	opts    Options
@@ -49,7 +49,7 @@ func New(rdb redis.UniversalClient, planner *projections.Planner, opts Options) 
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Applier{rdb: rdb, sink: apply.NewUnguarded(rdb), planner: planner, keys: projections.Keys{Prefix: opts.KeyPrefix}, opts: opts}
+	return &Applier{rdb: rdb, sink: wire.NewUnguarded(rdb), planner: planner, keys: projections.Keys{Prefix: opts.KeyPrefix}, opts: opts}
 }
 
 // IdempotencyKey is `px:nx:{u:<user>}:<id>`, the naive consumer's SET NX

@@ -5,7 +5,7 @@
 // plans every event with projector's own planner (pkg/projections), applies
 // each batch's writes with projector's own rules and encoding, one script
 // call per user and one for the global writes, in one pipeline
-// (apply.Unguarded), and commits the batch's offsets after the pipeline: no
+// (wire.Unguarded), and commits the batch's offsets after the pipeline: no
 // idempotency markers, no watermarks, no coalescing. It differs from
 // projector's consumer only in what exactly-once adds. It is wrong under
 // redelivery by design (a redelivered event is counted again); it exists to
@@ -21,7 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
-	"projector/internal/apply"
+	"projector/internal/apply/wire"
 	"projector/internal/config"
 	"projector/internal/fetch"
 	"projector/internal/kafkaconn"
@@ -33,7 +33,7 @@ import (
 // Peer consumes the topics of its configuration as a member of its group.
 type Peer struct {
 	cfg     config.Config
-	sink    *apply.Unguarded
+	sink    *wire.Unguarded
 	planner *projections.Planner
 	metrics *Metrics
 	now     func() time.Time
@@ -47,7 +47,7 @@ func New(cfg config.Config, rdb redis.UniversalClient, m *Metrics, now func() ti
 	if err != nil {
 		return nil, fmt.Errorf("peer: build projections: %w", err)
 	}
-	return &Peer{cfg: cfg, sink: apply.NewUnguarded(rdb), planner: planner, metrics: m, now: now}, nil
+	return &Peer{cfg: cfg, sink: wire.NewUnguarded(rdb), planner: planner, metrics: m, now: now}, nil
 }
 
 // newReader reads as projector's group member (records.GroupReader): the
@@ -219,7 +219,7 @@ func gather(ctx context.Context, in <-chan kafka.Message, batch []kafka.Message,
 // applied again. scratch is the planner's buffer, returned for the next batch.
 func (p *Peer) plan(batch []kafka.Message, scratch []projections.Write) ([][]projections.Write, []projections.Write) {
 	now := p.now()
-	var g apply.Groups
+	var g wire.Groups
 	for i := range batch {
 		if _, skipped := fetch.SkippedOf(batch[i]); skipped {
 			continue // transaction markers, records of aborted transactions: committed past, nothing to write

@@ -1,4 +1,4 @@
-package apply
+package wire
 
 import (
 	"context"
@@ -16,12 +16,12 @@ import (
 // appliers do and differ from them only in what exactly-once adds.
 type Unguarded struct {
 	rdb    redis.UniversalClient
-	script *script
+	script *Script
 }
 
 // NewUnguarded returns an Unguarded writing through rdb.
 func NewUnguarded(rdb redis.UniversalClient) *Unguarded {
-	return &Unguarded{rdb: rdb, script: applyScript()}
+	return &Unguarded{rdb: rdb, script: ApplyScript()}
 }
 
 // Apply applies each group of writes, in order, in one script call of its
@@ -34,20 +34,20 @@ func (u *Unguarded) Apply(ctx context.Context, groups [][]projections.Write) (in
 		if len(ws) == 0 {
 			continue
 		}
-		call := u.script.start(2+argCount(ws), &ws[0].Key)
-		call = append(call, modeUser.arg(), 0) // no markers
-		calls = append(calls, appendWrites(call, ws))
+		call := u.script.Start(2+ArgCount(ws), &ws[0].Key)
+		call = append(call, ModeUser.Arg(), 0) // no markers
+		calls = append(calls, AppendWrites(call, ws))
 	}
 	var applied int64
-	for _, cmd := range u.script.exec(ctx, u.rdb, calls, nil) {
-		r, err := replyOf(cmd, 0)
+	for _, cmd := range u.script.Exec(ctx, u.rdb, calls, nil) {
+		r, err := ReplyOf(cmd, 0)
 		if err != nil {
 			return applied, fmt.Errorf("apply unguarded writes: %w", err)
 		}
-		if r.code != replyApplied {
-			return applied, fmt.Errorf("apply unguarded writes: %w", r.unexpected())
+		if r.Code != ReplyApplied {
+			return applied, fmt.Errorf("apply unguarded writes: %w", r.Unexpected())
 		}
-		applied += r.writes
+		applied += r.Writes
 	}
 	return applied, nil
 }

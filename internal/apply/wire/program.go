@@ -1,4 +1,4 @@
-package apply
+package wire
 
 import (
 	"slices"
@@ -34,14 +34,14 @@ func (ps *profiles) index(p profile) int {
 	return len(*ps)
 }
 
-// appendWrites encodes writes as the script's write program (apply.lua reads
+// AppendWrites encodes writes as the script's write program (apply.lua reads
 // it back): the ZAddMax profiles, then the counters (IncrBy writes: their keys
 // are written by no other kind, so they may go first), then the other writes
 // in order, each as its kind and the values that kind needs (ZAddMax and
 // ZIncrBy writes grouped by key between barriers: appendSets, appendIncrs). Strings and
 // numbers are passed as pointers into ws (go-redis writes *string and *int64
 // without boxing them): ws must not change until the command has been sent.
-func appendWrites(args []any, ws []projections.Write) []any {
+func AppendWrites(args []any, ws []projections.Write) []any {
 	var fixed [4]profile
 	ps := profiles(fixed[:0])
 	nc := 0
@@ -204,12 +204,47 @@ func appendSets(args []any, ws []projections.Write, ps profiles) []any {
 	return args
 }
 
-// argCount bounds the number of script arguments appendWrites makes of ws
+// ArgCount bounds the number of script arguments appendWrites makes of ws
 // (counting four profiles; more only grow args).
-func argCount(ws []projections.Write) int {
+func ArgCount(ws []projections.Write) int {
 	n := 2 + 4*4
 	for i := range ws {
 		n += kindArgs[ws[i].Kind]
 	}
 	return n
+}
+
+// Marker is one record's idempotency marker as a call carries it: the
+// marker hash, its expiry (Unix ms), the event id (the field) and the
+// record's origin (the value).
+type Marker struct {
+	Hash     *string
+	ExpireAt *int64
+	ID       *string
+	Origin   *string
+}
+
+// AppendMarkers encodes the markers of n records (marker(i) is the i-th)
+// in runs of one marker hash and expiry: hash, expiry, count, then (event
+// id, origin) per record. The pointers are sent as they are: what they
+// point to must not change until the command has been sent.
+func AppendMarkers(args []any, n int, marker func(i int) Marker) []any {
+	for j := 0; j < n; {
+		first := marker(j)
+		k := j + 1
+		for k < n {
+			m := marker(k)
+			if *m.Hash != *first.Hash || *m.ExpireAt != *first.ExpireAt {
+				break
+			}
+			k++
+		}
+		args = append(args, first.Hash, first.ExpireAt, k-j)
+		for i := j; i < k; i++ {
+			m := marker(i)
+			args = append(args, m.ID, m.Origin)
+		}
+		j = k
+	}
+	return args
 }
