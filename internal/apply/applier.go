@@ -16,11 +16,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"projector/internal/apply/wire"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"projector/internal/apply/wire"
 	"projector/internal/coord"
 	"projector/internal/offsets"
 	"projector/pkg/projections"
@@ -65,6 +65,10 @@ type Options struct {
 	KeyPrefix string
 	// Now is the clock.
 	Now func() time.Time
+	// UsersPerCall is how many user groups one script call may apply
+	// (0: usersPerCallStandalone on a standalone server; always 1 on Redis
+	// Cluster, where a call's keys share a slot).
+	UsersPerCall int
 }
 
 // Guards are the checks of an Applier beyond markers and watermarks.
@@ -89,7 +93,7 @@ type Guards struct {
 // Applier applies batches of records to Redis, guarded by the idempotency
 // markers (set with the user writes) and the global watermarks px:wm:{g}.
 type Applier struct {
-	core
+	*Core
 	guards Guards
 	nodes  masterWatermarks // each master's own watermarks (GapCheck, Evidence)
 	seal   *wire.Script
@@ -99,7 +103,7 @@ type Applier struct {
 // New returns an Applier writing through rdb.
 func New(rdb redis.UniversalClient, planner *projections.Planner, opts Options, g Guards) *Applier {
 	keys := projections.Keys{Prefix: opts.KeyPrefix}
-	return &Applier{core: newCore(rdb, planner, opts, nil), guards: g, meta: coord.New(rdb, opts.KeyPrefix, opts.Now),
+	return &Applier{Core: NewCore(rdb, planner, opts, nil), guards: g, meta: coord.New(rdb, opts.KeyPrefix, opts.Now),
 		nodes: masterWatermarks{rdb: rdb, keys: keys, on: g.Evidence}, seal: wire.SealScript()}
 }
 
@@ -131,7 +135,7 @@ func (a *Applier) applyLoop(ctx context.Context, recs []Record, ranges []Range, 
 
 // apply is one attempt of Apply: the user phase, then the global phase,
 // then the seal.
-func (a *Applier) apply(ctx context.Context, b *batch, repair bool) (Result, error) {
+func (a *Applier) apply(ctx context.Context, b *Batch, repair bool) (Result, error) {
 	if err := a.readState(ctx, b); err != nil {
 		return b.res, err
 	}
@@ -149,7 +153,7 @@ func (a *Applier) apply(ctx context.Context, b *batch, repair bool) (Result, err
 }
 
 // phases applies a planned batch: the user phase, the global phase, the seal.
-func (a *Applier) phases(ctx context.Context, b *batch) (Result, error) {
+func (a *Applier) phases(ctx context.Context, b *Batch) (Result, error) {
 	if err := a.applyUsers(ctx, b, wire.ModeUser); err != nil {
 		return b.res, err
 	}
@@ -157,7 +161,7 @@ func (a *Applier) phases(ctx context.Context, b *batch) (Result, error) {
 }
 
 // globalAndSeal is the part of phases after the user phase.
-func (a *Applier) globalAndSeal(ctx context.Context, b *batch) error {
+func (a *Applier) globalAndSeal(ctx context.Context, b *Batch) error {
 	if err := a.applyGlobal(ctx, b, a.globalGuard()); err != nil {
 		return err
 	}
@@ -178,7 +182,7 @@ func (a *Applier) globalGuard() globalGuard {
 // only while the status is ready, or paused by a replayer whose lease is
 // gone (the global script checks the status again, atomically), and is
 // planned with the holds in force.
-func (a *Applier) readState(ctx context.Context, b *batch) error {
+func (a *Applier) readState(ctx context.Context, b *Batch) error {
 	pipe := a.rdb.Pipeline()
 	wmCmd := pipe.HGetAll(ctx, a.keys.Watermarks())
 	var state func() (coord.State, bool, error)

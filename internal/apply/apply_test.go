@@ -4,24 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"projector/internal/apply/wire"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"projector/internal/apply/wire"
+	"projector/internal/testing/applyfix"
 	"projector/internal/testing/testredis"
 	"projector/pkg/events"
 	"projector/pkg/projections"
 )
 
-// testNow is noon (UTC) of the day the tests run: Redis expires keys by its
-// own clock, so event times must be recent for keys with short TTLs.
+// The shared fixtures (internal/testing/applyfix) under this package's names.
 var (
-	testNow   = time.Now().UTC().Truncate(24 * time.Hour).Add(12 * time.Hour)
-	testDay   = testNow.Format("2006-01-02")
-	testMonth = testNow.Format("2006-01")
+	testNow   = applyfix.Now
+	testDay   = applyfix.Day
+	testMonth = applyfix.Month
+	view      = applyfix.View
+	batchAt   = applyfix.BatchAt
+	mustGet   = applyfix.MustGet
 )
 
 func newTestApplier(t *testing.T, rdb redis.UniversalClient, cfg projections.Config) *Applier {
@@ -54,28 +57,6 @@ func guardedApplier(t *testing.T, rdb redis.UniversalClient, cfg projections.Con
 // testMeta is the Meta of the tests' appliers (with per-master evidence).
 func testMeta(rdb redis.UniversalClient) *Meta {
 	return NewMeta(rdb, "", func() time.Time { return testNow }, true)
-}
-
-func view(id, user, product string, ts time.Time) events.Event {
-	return events.Event{ID: id, Type: events.View, TS: ts.UnixMilli(), UserID: user, ProductID: product, Device: "-", StoreID: "-"}
-}
-
-// batch places events at consecutive offsets of one partition, from first.
-func batchAt(first int64, evs ...events.Event) ([]Record, []Range) {
-	recs := make([]Record, len(evs))
-	for i, ev := range evs {
-		recs[i] = Record{Topic: "shop.views", Partition: 0, Offset: first + int64(i), Event: ev}
-	}
-	return recs, []Range{{Topic: "shop.views", Partition: 0, First: first, Last: first + int64(len(evs)) - 1}}
-}
-
-func mustGet(t *testing.T, rdb redis.UniversalClient, key string) string {
-	t.Helper()
-	v, err := rdb.Get(context.Background(), key).Result()
-	if err != nil {
-		t.Fatalf("GET %s: %v", key, err)
-	}
-	return v
 }
 
 func TestApplyOnceUnderRedeliveryAndDuplicates(t *testing.T) {

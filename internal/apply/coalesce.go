@@ -176,7 +176,7 @@ func (gc *groupCoalescer) reset() { gc.slab = gc.slab[:0] }
 
 // reserve makes room in the slab for the coalesced writes of the groups of
 // users (at most their planned writes), so that it does not grow by copying.
-func (gc *groupCoalescer) reserve(groups map[string][]*item, users []string) {
+func (gc *groupCoalescer) reserve(groups map[string][]*Item, users []string) {
 	n := 0
 	for _, u := range users {
 		if g := groups[u]; len(g) > 1 {
@@ -191,7 +191,7 @@ func (gc *groupCoalescer) reserve(groups map[string][]*item, users []string) {
 // of returns Coalesce of the user writes of g's records in order; the result
 // stays valid until reset. One record's writes need no coalescing (they never
 // repeat a key and member) and are returned as they are.
-func (gc *groupCoalescer) of(g []*item) []projections.Write {
+func (gc *groupCoalescer) of(g []*Item) []projections.Write {
 	if len(g) == 1 {
 		return g[0].user
 	}

@@ -46,7 +46,7 @@ func TestGroupCoalescerEqualsCoalesce(t *testing.T) {
 		gc.reset()
 		var got, want [][]p.Write
 		for range 1 + rng.IntN(20) {
-			g := make([]*item, 1+rng.IntN(12))
+			g := make([]*Item, 1+rng.IntN(12))
 			var all []p.Write
 			for j := range g {
 				ws := make([]p.Write, rng.IntN(16))
@@ -54,7 +54,7 @@ func TestGroupCoalescerEqualsCoalesce(t *testing.T) {
 					ws[i] = p.Write{Kind: kinds[rng.IntN(len(kinds))], Key: pick("a", "b", "c", "d"), Member: pick("x", "y", "z"),
 						Value: pick("", "v"), Guard: pick("", "g"), Delta: rng.Int64N(5), Score: rng.Int64N(100), ExpireAt: rng.Int64N(100)}
 				}
-				g[j] = &item{user: ws}
+				g[j] = &Item{user: ws}
 				all = append(all, ws...)
 			}
 			if len(all) > smallGroup {

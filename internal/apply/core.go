@@ -3,18 +3,18 @@ package apply
 import (
 	"context"
 	"fmt"
-	"projector/internal/apply/wire"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
 
+	"projector/internal/apply/wire"
 	"projector/internal/coord"
 	"projector/pkg/projections"
 )
 
-// core is what every applier shares: the client, the planner, the keys,
+// Core is what every applier shares: the client, the planner, the keys,
 // the apply script and the buffer of a batch's planned writes.
-type core struct {
+type Core struct {
 	rdb     redis.UniversalClient
 	planner *projections.Planner
 	keys    projections.Keys
@@ -28,18 +28,27 @@ type core struct {
 	bufs    [][]projections.Write // free buffers for a batch's planned writes (writeBuffer)
 }
 
-func newCore(rdb redis.UniversalClient, planner *projections.Planner, opts Options, only map[string]bool) core {
-	return core{rdb: rdb, planner: planner, keys: projections.Keys{Prefix: opts.KeyPrefix}, opts: opts, only: only,
-		script: wire.ApplyScript(), perCall: usersPerCall(rdb)}
+func NewCore(rdb redis.UniversalClient, planner *projections.Planner, opts Options, only map[string]bool) *Core {
+	return &Core{rdb: rdb, planner: planner, keys: projections.Keys{Prefix: opts.KeyPrefix}, opts: opts, only: only,
+		script: wire.ApplyScript(), perCall: usersPerCall(rdb, opts.UsersPerCall)}
 }
+
+// Exec sends script calls (GuardedCall's) in one pipeline and returns
+// their commands, in order.
+func (c *Core) Exec(ctx context.Context, calls [][]any) []*redis.Cmd {
+	return c.script.Exec(ctx, c.rdb, calls, nil)
+}
+
+// Keys are the key names under the configured prefix.
+func (c *Core) Keys() projections.Keys { return c.keys }
 
 // LoadScript loads the apply script on every server, so that EVALSHA finds
 // it from the first batch on (a server that lost it gets it again by EVAL).
-func (c *core) LoadScript(ctx context.Context) error { return c.script.Load(ctx, c.rdb) }
+func (c *Core) LoadScript(ctx context.Context) error { return c.script.Load(ctx, c.rdb) }
 
-// planAfter starts a batch under the watermark hash wmKey: it reads the
+// PlanAfter starts a batch under the watermark hash wmKey: it reads the
 // watermarks and plans the records after them (release ends the plan, see plan).
-func (c *core) planAfter(ctx context.Context, recs []Record, ranges []Range, wmKey string) (*batch, func(), error) {
+func (c *Core) PlanAfter(ctx context.Context, recs []Record, ranges []Range, wmKey string) (*Batch, func(), error) {
 	b := newBatch(recs, ranges)
 	wms, err := c.rdb.HGetAll(ctx, wmKey).Result()
 	if err != nil {
@@ -55,7 +64,7 @@ func (c *core) planAfter(ctx context.Context, recs []Record, ranges []Range, wmK
 // (sync.Pool would drop them at every other GC), enough for a replay lane's
 // batch in its global phase, the next in its user phase and the one after
 // it planned (Prepare); more at once get new ones.
-func (c *core) writeBuffer(n int) ([]projections.Write, func([]projections.Write)) {
+func (c *Core) writeBuffer(n int) ([]projections.Write, func([]projections.Write)) {
 	c.bufMu.Lock()
 	var buf []projections.Write
 	if k := len(c.bufs); k > 0 {
@@ -77,8 +86,8 @@ func (c *core) writeBuffer(n int) ([]projections.Write, func([]projections.Write
 // keptBuffers is how many write buffers a core keeps (writeBuffer).
 const keptBuffers = 3
 
-// batch is one attempt of Apply on its way through the phases.
-type batch struct {
+// Batch is one attempt of Apply on its way through the phases.
+type Batch struct {
 	recs   []Record
 	ranges []Range
 	// wms are the watermarks read when the attempt started.
@@ -90,47 +99,33 @@ type batch struct {
 	// groups holds the records still to apply per user (the user phase
 	// shrinks it), order the users by their first record, and all every
 	// planned record in that order.
-	groups map[string][]*item
+	groups map[string][]*Item
 	order  []string
-	all    []*item
+	all    []*Item
 	res    Result
 }
 
-func newBatch(recs []Record, ranges []Range) *batch {
-	return &batch{recs: recs, ranges: ranges, res: Result{Outcomes: make([]Outcome, len(recs))}}
+// Items are the batch's planned records, grouped by user in the order of
+// each user's first record.
+func (b *Batch) Items() []*Item { return b.all }
+
+// Users are the batch's users in the order of their first record.
+func (b *Batch) Users() []string { return b.order }
+
+// Result is what became of the batch's records so far.
+func (b *Batch) Result() *Result { return &b.res }
+
+func newBatch(recs []Record, ranges []Range) *Batch {
+	return &Batch{recs: recs, ranges: ranges, res: Result{Outcomes: make([]Outcome, len(recs))}}
 }
 
 // applied returns the planned records whose outcome is Applied, in plan order.
-func (b *batch) applied() []*item {
-	var done []*item
+func (b *Batch) applied() []*Item {
+	var done []*Item
 	for _, it := range b.all {
 		if b.res.Outcomes[it.idx] == Applied {
 			done = append(done, it)
 		}
 	}
 	return done
-}
-
-// unmarked deduplicates in memory, across the batches of one replay, the
-// records whose idempotency marker is gone (expired): marker key + event id
-// -> origin of the first such record.
-type unmarked map[string]string
-
-// duplicate reports whether another record with its marker key and event
-// id came before; it remembers it otherwise.
-func (u unmarked) duplicate(it *item) bool {
-	k := it.marker + "\x00" + it.rec.Event.ID
-	if o, ok := u[k]; ok && o != it.origin {
-		return true
-	}
-	u[k] = it.origin
-	return false
-}
-
-// other reports whether a record with its marker key and event id but
-// another origin was applied without a marker before (a copy that the replay
-// reached before a consumer marked this one).
-func (u unmarked) other(it *item) bool {
-	o, ok := u[it.marker+"\x00"+it.rec.Event.ID]
-	return ok && o != it.origin
 }

@@ -1,4 +1,4 @@
-package apply
+package apply_test
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"projector/internal/apply/wire"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"pgregory.net/rapid"
 
+	"projector/internal/apply"
+	"projector/internal/apply/rebuild"
 	"projector/internal/coord"
 	"projector/internal/gen"
 	"projector/internal/testing/refmodel"
@@ -75,15 +76,15 @@ func TestExploreInterleavings(t *testing.T) {
 type explorePath struct {
 	name            string
 	cluster, valkey bool
-	perCall         int // users per script call
+	perCall         int // users per script call (0: the default)
 }
 
 // explorePaths lists the paths explored: EXPLORE_PATHS=<name>,... picks some.
 func explorePaths() []explorePath {
 	all := []explorePath{
-		{name: "redis-scripts", perCall: usersPerCallStandalone},
+		{name: "redis-scripts"},
 		{name: "redis-script-per-user", perCall: 1},
-		{name: "valkey-scripts", valkey: true, perCall: usersPerCallStandalone},
+		{name: "valkey-scripts", valkey: true},
 		{name: "cluster", cluster: true, perCall: 1},
 	}
 	pick := os.Getenv("EXPLORE_PATHS")
@@ -120,18 +121,17 @@ type xrec struct {
 // inflight is a consumer batch whose user phase ran and whose global phase
 // is still to come; born is the step it was planned at.
 type inflight struct {
-	b       *batch
-	release func()
-	recs    []Record
-	ranges  []Range
-	born    int
-	redo    bool // Redis went back in time meanwhile: apply the batch again whole
+	p      *apply.Prepared
+	recs   []apply.Record
+	ranges []apply.Range
+	born   int
+	redo   bool // Redis went back in time meanwhile: apply the batch again whole
 }
 
 // xconsumer is one consumer: the partitions it holds, where it reads next
 // in each, and its batch in flight.
 type xconsumer struct {
-	a    *Applier
+	a    *apply.Applier
 	held [xParts]bool
 	pos  [xParts]int64
 	fly  *inflight
@@ -194,17 +194,16 @@ func newExplorer(t *rapid.T, rdb redis.UniversalClient, path explorePath) *explo
 		t.Fatal(err)
 	}
 	x := &explorer{t: t, ctx: ctx, rdb: rdb, now: now, cfg: cfg, planner: p, coord: coord.New(rdb, "", time.Now), path: path}
-	opts := Options{Window: 24 * time.Hour, Location: time.UTC, Now: func() time.Time { return now }}
+	opts := x.options()
 	for i := range x.cons {
-		a := New(rdb, p, opts, Guards{GapCheck: true, Evidence: true})
-		x.follow(&a.core)
+		a := apply.New(rdb, p, opts, apply.Guards{GapCheck: true, Evidence: true})
 		if err := a.LoadScript(ctx); err != nil {
 			t.Fatal(err)
 		}
 		x.cons[i] = &xconsumer{a: a}
 	}
 	x.cons[0].held = [xParts]bool{true, true}
-	if _, err := NewMeta(rdb, "", opts.Now, true).Init(ctx, nil); err != nil {
+	if _, err := apply.NewMeta(rdb, "", opts.Now, true).Init(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	return x
@@ -224,9 +223,9 @@ func exploreConfigs() []projections.Config {
 	return []projections.Config{projections.Defaults(), tight}
 }
 
-// follow makes c apply user writes by the explored path.
-func (x *explorer) follow(c *core) {
-	c.perCall = x.path.perCall
+// options are the appliers' options: the explored path's users per call.
+func (x *explorer) options() apply.Options {
+	return apply.Options{Window: 24 * time.Hour, Location: time.UTC, Now: func() time.Time { return x.now }, UsersPerCall: x.path.perCall}
 }
 
 // flushAll empties every master.
@@ -324,9 +323,9 @@ func (x *explorer) Poison(t *rapid.T) {
 
 // next returns consumer c's next batch: up to n records of each partition
 // it holds, from its positions.
-func (x *explorer) next(c *xconsumer, n int) ([]Record, []Range) {
-	var recs []Record
-	var ranges []Range
+func (x *explorer) next(c *xconsumer, n int) ([]apply.Record, []apply.Range) {
+	var recs []apply.Record
+	var ranges []apply.Range
 	for p := range xParts {
 		if !c.held[p] || c.pos[p] >= int64(len(x.log[p])) {
 			continue
@@ -334,16 +333,16 @@ func (x *explorer) next(c *xconsumer, n int) ([]Record, []Range) {
 		end := min(c.pos[p]+int64(n), int64(len(x.log[p])))
 		for _, r := range x.log[p][c.pos[p]:end] {
 			if !r.poison {
-				recs = append(recs, Record{Topic: xTopic, Partition: p, Offset: r.off, Event: r.ev})
+				recs = append(recs, apply.Record{Topic: xTopic, Partition: p, Offset: r.off, Event: r.ev})
 			}
 		}
-		ranges = append(ranges, Range{Topic: xTopic, Partition: p, First: c.pos[p], Last: end - 1})
+		ranges = append(ranges, apply.Range{Topic: xTopic, Partition: p, First: c.pos[p], Last: end - 1})
 	}
 	return recs, ranges
 }
 
 // done moves c past ranges and commits them.
-func (x *explorer) done(c *xconsumer, ranges []Range) {
+func (x *explorer) done(c *xconsumer, ranges []apply.Range) {
 	for _, r := range ranges {
 		c.pos[r.Partition] = r.Last + 1
 		x.committed[r.Partition] = r.Last + 1
@@ -352,7 +351,7 @@ func (x *explorer) done(c *xconsumer, ranges []Range) {
 
 // idleBatch draws a consumer without a batch in flight and its next batch
 // (the step is skipped when there is none).
-func (x *explorer) idleBatch(t *rapid.T) (*xconsumer, []Record, []Range) {
+func (x *explorer) idleBatch(t *rapid.T) (*xconsumer, []apply.Record, []apply.Range) {
 	c := x.cons[rapid.IntRange(0, 1).Draw(t, "consumer")]
 	if c.fly != nil {
 		t.Skip("batch in flight")
@@ -374,14 +373,14 @@ func (x *explorer) Consume(t *rapid.T) {
 // apply applies a batch as the consumer does: whole, and after Redis went
 // back in time the lost records first, then the batch with Repair. A
 // batch refused for the status (a pause) stays where it is.
-func (x *explorer) apply(c *xconsumer, recs []Record, ranges []Range) bool {
+func (x *explorer) apply(c *xconsumer, recs []apply.Record, ranges []apply.Range) bool {
 	_, err := c.a.Apply(x.ctx, recs, ranges)
-	var ge *GapError
+	var ge *apply.GapError
 	if errors.As(err, &ge) {
 		x.repairGaps(c, ge, ranges)
 		_, err = c.a.Repair(x.ctx, recs, ranges)
 	}
-	var nr *NotReadyError
+	var nr *apply.NotReadyError
 	if errors.As(err, &nr) {
 		return false
 	}
@@ -394,7 +393,7 @@ func (x *explorer) apply(c *xconsumer, recs []Record, ranges []Range) bool {
 
 // repairGaps applies again, with Repair, the records each gap lost before
 // the batch's ranges.
-func (x *explorer) repairGaps(c *xconsumer, ge *GapError, ranges []Range) {
+func (x *explorer) repairGaps(c *xconsumer, ge *apply.GapError, ranges []apply.Range) {
 	for _, g := range ge.Gaps {
 		for _, r := range ranges {
 			if r.Partition == g.Partition && g.Applied+1 < r.First {
@@ -406,44 +405,45 @@ func (x *explorer) repairGaps(c *xconsumer, ge *GapError, ranges []Range) {
 
 // repair applies records first..last of partition p again with Repair.
 func (x *explorer) repair(c *xconsumer, p int, first, last int64) {
-	var recs []Record
+	var recs []apply.Record
 	for _, r := range x.log[p][first : last+1] {
 		if !r.poison {
-			recs = append(recs, Record{Topic: xTopic, Partition: p, Offset: r.off, Event: r.ev})
+			recs = append(recs, apply.Record{Topic: xTopic, Partition: p, Offset: r.off, Event: r.ev})
 		}
 	}
-	if _, err := c.a.Repair(x.ctx, recs, []Range{{Topic: xTopic, Partition: p, First: first, Last: last}}); err != nil {
-		var nr *NotReadyError
+	if _, err := c.a.Repair(x.ctx, recs, []apply.Range{{Topic: xTopic, Partition: p, First: first, Last: last}}); err != nil {
+		var nr *apply.NotReadyError
 		if !errors.As(err, &nr) {
 			x.t.Fatalf("repair %d:%d-%d: %v", p, first, last, err)
 		}
 	}
 }
 
-// Begin lets a consumer plan its next batch and apply its user phase; the
-// global phase follows in Finish (other steps may come between).
+// Begin lets a consumer plan its next batch and apply its user phase
+// (Prepare, CommitUsers); the global phase follows in Finish (other steps
+// may come between).
 func (x *explorer) Begin(t *rapid.T) {
 	c, recs, ranges := x.idleBatch(t)
-	b := newBatch(recs, ranges)
-	err := c.a.readState(x.ctx, b)
-	var nr *NotReadyError
+	p, err := c.a.Prepare(x.ctx, recs, ranges)
+	var nr *apply.NotReadyError
 	if errors.As(err, &nr) {
 		t.Skip("not ready")
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.a.precheck(x.ctx, b.ranges, b.wms); err != nil {
-		x.apply(c, recs, ranges) // a gap: the consumer repairs first, then applies whole
+	x.note("consumer %d begins %v (user phase)", x.index(c), ranges)
+	if err := c.a.CommitUsers(x.ctx, p); err != nil {
+		p.Release()
+		var ge *apply.GapError
+		if !errors.As(err, &ge) {
+			t.Fatal(err)
+		}
+		x.note("consumer %d finds a gap: applies %v whole", x.index(c), ranges)
+		x.apply(c, recs, ranges) // the consumer repairs first, then applies whole
 		return
 	}
-	x.note("consumer %d begins %v (user phase)", x.index(c), ranges)
-	release := c.a.plan(b, b.wms)
-	if err := c.a.applyUsers(x.ctx, b, wire.ModeUser); err != nil {
-		release()
-		t.Fatal(err)
-	}
-	c.fly = &inflight{b: b, release: release, recs: recs, ranges: ranges, born: x.step}
+	c.fly = &inflight{p: p, recs: recs, ranges: ranges, born: x.step}
 }
 
 // Finish completes a consumer's batch in flight (its global phase, or the
@@ -460,17 +460,16 @@ func (x *explorer) finish(c *xconsumer) {
 	f := c.fly
 	x.note("consumer %d finishes %v (redo %v)", x.index(c), f.ranges, f.redo)
 	if !f.redo {
-		err := c.a.globalAndSeal(x.ctx, f.b)
-		f.release()
-		f.release, f.redo = func() {}, true
-		var ge *GapError
-		var nr *NotReadyError
+		_, err := c.a.CommitGlobal(x.ctx, f.p) // applies the batch again whole when the holds changed
+		f.redo = true
+		var ge *apply.GapError
+		var nr *apply.NotReadyError
 		switch {
 		case err == nil:
 			c.fly = nil
 			x.done(c, f.ranges)
 			return
-		case errors.Is(err, errHoldsChanged), errors.As(err, &ge), errors.As(err, &nr):
+		case errors.As(err, &ge), errors.As(err, &nr):
 		default:
 			x.t.Fatal(err)
 		}
@@ -493,7 +492,7 @@ func (x *explorer) Crash(t *rapid.T) {
 		t.Skip("no batch in flight")
 	}
 	x.note("consumer %d crashes with %v in flight", x.index(c), c.fly.ranges)
-	c.fly.release()
+	c.fly.p.Release()
 	c.fly = nil
 	c.pos = x.committed
 }
@@ -555,6 +554,7 @@ func (x *explorer) Rollback(t *rapid.T) {
 	}
 	for _, c := range x.cons {
 		if c.fly != nil {
+			c.fly.p.Release()
 			c.fly.redo = true // its connection broke: the batch is applied again
 		}
 	}
@@ -707,7 +707,7 @@ func (x *explorer) RebuildRound(t *rapid.T) {
 	if rb == nil || !rb.wiped || rb.paused {
 		t.Skip("no rebuild chasing")
 	}
-	x.replayUpTo(t, x.upTo(), RebuildAll)
+	x.replayUpTo(t, x.upTo(), rebuild.All)
 }
 
 // upTo is the last offset of each partition the replay reaches now.
@@ -726,23 +726,20 @@ func (x *explorer) upTo() [xParts]int64 {
 // replayUpTo replays the records after px:rwm:{g} up to to (inclusive) with
 // the rebuild's applier in mode; rapid draws how the batches mix the
 // partitions.
-func (x *explorer) replayUpTo(t *rapid.T, to [xParts]int64, mode RebuildMode) {
+func (x *explorer) replayUpTo(t *rapid.T, to [xParts]int64, mode rebuild.Mode) {
 	rb := x.rb
-	sel := Selection{Only: map[string]bool{}, WatermarkKey: "px:rwm:{g}", Tag: rb.id}
+	sel := rebuild.Selection{Only: map[string]bool{}, WatermarkKey: "px:rwm:{g}", Tag: rb.id}
 	for _, n := range rb.names {
 		sel.Only[n] = true
 	}
-	opts := Options{Window: 24 * time.Hour, Location: time.UTC, Now: func() time.Time { return x.now }}
+	opts := x.options()
 	var a interface {
-		Apply(context.Context, []Record, []Range) (Result, error)
+		Apply(context.Context, []apply.Record, []apply.Range) (apply.Result, error)
 	}
 	if rb.global {
-		c := NewCheckOnly(x.rdb, x.planner, opts, sel)
-		x.follow(&c.core)
-		a = c
+		a = rebuild.NewCheckOnly(x.rdb, x.planner, opts, sel)
 	} else {
-		r := NewRebuilder(x.rdb, x.planner, opts, sel, mode)
-		x.follow(&r.core)
+		r := rebuild.NewRebuilder(x.rdb, x.planner, opts, sel, mode)
 		if err := r.LoadScript(x.ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -754,14 +751,14 @@ func (x *explorer) replayUpTo(t *rapid.T, to [xParts]int64, mode RebuildMode) {
 		if v, err := x.rdb.HGet(x.ctx, "px:rwm:{g}", xTopic+":"+strconv.Itoa(p)).Int64(); err == nil {
 			from[p] = v + 1
 		}
-		if mode == RebuildMarked {
+		if mode == rebuild.Marked {
 			from[p] = to[p] + 1
 			to[p] = min(to[p]+maxBatch, int64(len(x.log[p]))-1)
 		}
 	}
 	for {
-		var recs []Record
-		var ranges []Range
+		var recs []apply.Record
+		var ranges []apply.Range
 		for p := range xParts {
 			if from[p] > to[p] {
 				continue
@@ -773,10 +770,10 @@ func (x *explorer) replayUpTo(t *rapid.T, to [xParts]int64, mode RebuildMode) {
 			}
 			for _, r := range x.log[p][from[p]:end] {
 				if !r.poison {
-					recs = append(recs, Record{Topic: xTopic, Partition: p, Offset: r.off, Event: r.ev})
+					recs = append(recs, apply.Record{Topic: xTopic, Partition: p, Offset: r.off, Event: r.ev})
 				}
 			}
-			ranges = append(ranges, Range{Topic: xTopic, Partition: p, First: from[p], Last: end - 1})
+			ranges = append(ranges, apply.Range{Topic: xTopic, Partition: p, First: from[p], Last: end - 1})
 			from[p] = end
 		}
 		if len(ranges) == 0 {
@@ -786,7 +783,7 @@ func (x *explorer) replayUpTo(t *rapid.T, to [xParts]int64, mode RebuildMode) {
 			continue
 		}
 		if rapid.Bool().Draw(t, "partition 1 first") {
-			slices.SortStableFunc(recs, func(a, b Record) int { return b.Partition - a.Partition })
+			slices.SortStableFunc(recs, func(a, b apply.Record) int { return b.Partition - a.Partition })
 		}
 		x.note("replay (mode %d) applies %v", mode, ranges)
 		if _, err := a.Apply(x.ctx, recs, ranges); err != nil {
@@ -823,7 +820,7 @@ func (x *explorer) RebuildEnd(t *rapid.T) {
 	}
 	x.note("rebuild ends (handover or release)")
 	if rb.global {
-		x.replayUpTo(t, x.upTo(), RebuildAll)
+		x.replayUpTo(t, x.upTo(), rebuild.All)
 		if ok, err := x.coord.ReleaseHolds(x.ctx, rb.names, rb.cut); err != nil || !ok {
 			t.Fatalf("release the holds: %v (released %v)", err, ok)
 		}
@@ -833,8 +830,8 @@ func (x *explorer) RebuildEnd(t *rapid.T) {
 			t.Fatal(err)
 		}
 		to := x.upTo()
-		x.replayUpTo(t, to, RebuildAll)
-		x.replayUpTo(t, to, RebuildMarked)
+		x.replayUpTo(t, to, rebuild.All)
+		x.replayUpTo(t, to, rebuild.Marked)
 		if got, err := x.coord.HandBack(x.ctx, rb.token, rb.lease, wms, rb.names); err != nil || got != coord.HandedBack {
 			t.Fatalf("hand back: %v (%v)", err, got)
 		}

@@ -3,9 +3,9 @@ package apply
 import (
 	"context"
 	"fmt"
-	"projector/internal/apply/wire"
 	"strconv"
 
+	"projector/internal/apply/wire"
 	"projector/internal/coord"
 	"projector/internal/offsets"
 	"projector/pkg/projections"
@@ -27,7 +27,7 @@ type globalGuard struct {
 // watermarks to the end of each range. When a watermark already lies inside
 // a range (an earlier delivery applied part of it), the records up to it are
 // dropped and it tries again.
-func (c *core) applyGlobal(ctx context.Context, b *batch, g globalGuard) error {
+func (c *Core) applyGlobal(ctx context.Context, b *Batch, g globalGuard) error {
 	done := b.applied()
 	rs := unapplied(b.ranges, b.wms)
 	for len(rs) > 0 {
@@ -56,6 +56,21 @@ func (c *core) applyGlobal(ctx context.Context, b *batch, g globalGuard) error {
 		}
 	}
 	return nil
+}
+
+// ApplyGlobal runs the global step of b's applied records guarded by the
+// watermarks in wmKey alone (no meta hash, no gap check): the replayer's,
+// while it rebuilds projections beside the consumers.
+func (c *Core) ApplyGlobal(ctx context.Context, b *Batch, wmKey string) error {
+	return c.applyGlobal(ctx, b, globalGuard{wmKey: wmKey, mode: wire.ModeGlobal})
+}
+
+// GuardedCall is the script call that applies ws, whose keys share one
+// slot, over the ranges rs guarded by the watermarks in wmKey (a hash of
+// that slot): it moves them to the end of each range, or, when one lies at
+// or past a range's first offset, writes nothing and names it.
+func (c *Core) GuardedCall(wmKey string, rs []Range, ws []projections.Write) []any {
+	return c.globalCall(globalGuard{wmKey: wmKey, mode: wire.ModeGlobal}, rs, nil, ws)
 }
 
 // unapplied returns the ranges, each starting after its watermark in wms,
@@ -102,7 +117,7 @@ func advance(rs []Range, hits []wire.Hit) ([]Range, error) {
 
 // globalWrites coalesces the global writes of the records of done inside
 // the ranges rs, leaving out the held ones.
-func globalWrites(done []*item, rs []Range, held coord.Holds) []projections.Write {
+func globalWrites(done []*Item, rs []Range, held coord.Holds) []projections.Write {
 	total := 0
 	for _, it := range done {
 		total += len(it.global)
@@ -143,7 +158,7 @@ func insideRange(rs []Range, tp offsets.TopicPartition, offset int64) bool {
 
 // globalCall is the script call that applies ws over the ranges rs under
 // guard g, for a batch planned with the hold fields heldRaw.
-func (c *core) globalCall(g globalGuard, rs []Range, heldRaw []string, ws []projections.Write) []any {
+func (c *Core) globalCall(g globalGuard, rs []Range, heldRaw []string, ws []projections.Write) []any {
 	n := 3 + 3*len(rs) + len(heldRaw) + wire.ArgCount(ws)
 	var call []any
 	if g.meta {

@@ -9,8 +9,8 @@ import (
 	"projector/pkg/projections"
 )
 
-// item is one record on its way through Apply.
-type item struct {
+// Item is one record on its way through Apply.
+type Item struct {
 	idx       int
 	rec       *Record
 	user      []projections.Write
@@ -22,17 +22,53 @@ type item struct {
 	// copies are the batch's later records with the same marker hash and
 	// event id (in-batch duplicates, described but not planned): when the
 	// marker names one of them, that copy is the one applied (adopt).
-	copies []*item
+	copies []*Item
 }
 
-// adopt makes it the copy among its in-batch duplicates that marker names
+// TagSep separates a record's origin from the tag of the rebuild that set
+// its marker (Kafka topic names never hold it).
+const TagSep = "~"
+
+// SplitMarker splits what a marker holds into the origin of the record it
+// names and the tag of the rebuild that set it (tagged false: a consumer's).
+func SplitMarker(marker string) (origin, tag string, tagged bool) {
+	return strings.Cut(marker, TagSep)
+}
+
+// NamesRecord reports whether a marker (tagged by a rebuild or not) names
+// this very record.
+func (it *Item) NamesRecord(marker string) bool {
+	origin, _, _ := SplitMarker(marker)
+	return origin == it.origin
+}
+
+// Index is the item's position among the batch's records (its Outcome's).
+func (it *Item) Index() int { return it.idx }
+
+// Record is the item's record.
+func (it *Item) Record() *Record { return it.rec }
+
+// Origin is the item's origin, <topic>:<partition>:<offset>, and the tag
+// of a rebuild that marks it (Tag).
+func (it *Item) Origin() string { return it.origin }
+
+// MarkerKey is the marker hash of the item's record (its user's day).
+func (it *Item) MarkerKey() string { return it.marker }
+
+// UserWrites are the item's user writes.
+func (it *Item) UserWrites() []projections.Write { return it.user }
+
+// Tag makes the marker the user step sets for the item name the rebuild tag.
+func (it *Item) Tag(tag string) { it.origin += TagSep + tag }
+
+// Adopt makes it the copy among its in-batch duplicates that marker names
 // (a consumer applied that copy first, in another partition or an earlier
 // batch), so that the record the marker names is the one applied, and
 // reports whether one was named. The copies carry the same event, so the
 // planned writes stay; it keeps its place among the user's records and
 // the copy it swapped with holds the record it was.
-func (it *item) adopt(marker string, res *Result) bool {
-	base, _, _ := strings.Cut(marker, tagSep)
+func (it *Item) Adopt(marker string, res *Result) bool {
+	base, _, _ := SplitMarker(marker)
 	for _, cp := range it.copies {
 		if cp.origin == base {
 			it.idx, cp.idx = cp.idx, it.idx
@@ -51,12 +87,12 @@ func (it *item) adopt(marker string, res *Result) bool {
 // writes of projections held for the record (b.held; the global ones are
 // left out when the global call is built). The writes live in
 // the core's buffer until the returned function is called.
-func (c *core) plan(b *batch, skip map[string]string) (release func()) {
+func (c *Core) plan(b *Batch, skip map[string]string) (release func()) {
 	buf, keep := c.writeBuffer(20 * len(b.recs)) // every record's writes, in one array
 	now := c.opts.Now()
-	items := make([]item, len(b.recs)) // one allocation for the batch's items
-	seen := make(map[string]*item, len(b.recs))
-	b.groups = make(map[string][]*item, len(b.recs))
+	items := make([]Item, len(b.recs)) // one allocation for the batch's items
+	seen := make(map[string]*Item, len(b.recs))
+	b.groups = make(map[string][]*Item, len(b.recs))
 	var scratch []projections.Write
 	applied := parseWatermarks(skip)
 	for i := range b.recs {
@@ -114,7 +150,7 @@ func parseWatermarks(wms map[string]string) map[offsets.TopicPartition]int64 {
 // describe fills in it for record i: its marker hash (the user's day of the
 // event), origin and the marker's expiry (a window after the later of the
 // day's end and now).
-func (c *core) describe(it *item, i int, r *Record, now time.Time) {
+func (c *Core) describe(it *Item, i int, r *Record, now time.Time) {
 	ev := &r.Event
 	var b projections.Buckets
 	if c.opts.Location == c.planner.Location() {
@@ -123,7 +159,7 @@ func (c *core) describe(it *item, i int, r *Record, now time.Time) {
 		b = projections.BucketsOf(ev.TS, c.opts.Location)
 	}
 	window := c.opts.Window.Milliseconds()
-	*it = item{idx: i, rec: r, marker: c.keys.Seen(ev.UserID, b.Day), origin: offsets.Origin(r.Topic, r.Partition, r.Offset),
+	*it = Item{idx: i, rec: r, marker: c.keys.Seen(ev.UserID, b.Day), origin: offsets.Origin(r.Topic, r.Partition, r.Offset),
 		markerExp: max(b.DayEnd+window, now.UnixMilli()+window)}
 }
 
@@ -131,7 +167,7 @@ func (c *core) describe(it *item, i int, r *Record, now time.Time) {
 // The planner puts the user's writes first; when projections are selected
 // (c.only), or a planner did not, the selected writes of each kind are
 // moved into that order in ws (the global ones wait in scratch).
-func (c *core) split(ws []projections.Write, scratch *[]projections.Write) (user, global []projections.Write) {
+func (c *Core) split(ws []projections.Write, scratch *[]projections.Write) (user, global []projections.Write) {
 	u := 0
 	for u < len(ws) && !ws[u].Global {
 		u++

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"projector/internal/apply/wire"
 	"strconv"
+
+	"projector/internal/apply/wire"
 )
 
 // Prepared is a batch that Prepare planned and Commit applies.
 type Prepared struct {
-	b       *batch
+	b       *Batch
 	release func()
 	again   bool // planned on watermarks Redis no longer holds: apply it whole
 }

@@ -2,12 +2,13 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"projector/internal/apply/wire"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
 
+	"projector/internal/apply/wire"
 	"projector/pkg/projections"
 )
 
@@ -22,7 +23,7 @@ const (
 
 // applyUsers runs one script call per user group of b in mode m (modeUser
 // or modeCheck), in concurrent pipelines of userChunk users (see applyUserChunk).
-func (c *core) applyUsers(ctx context.Context, b *batch, m wire.Mode) error {
+func (c *Core) applyUsers(ctx context.Context, b *Batch, m wire.Mode) error {
 	if len(b.order) <= userChunk {
 		return c.applyUserChunk(ctx, b.groups, b.order, &b.res, m)
 	}
@@ -34,7 +35,7 @@ func (c *core) applyUsers(ctx context.Context, b *batch, m wire.Mode) error {
 	)
 	for start := 0; start < len(b.order); start += userChunk {
 		chunk := b.order[start:min(start+userChunk, len(b.order))]
-		own := make(map[string][]*item, len(chunk)) // each chunk rewrites only its own groups
+		own := make(map[string][]*Item, len(chunk)) // each chunk rewrites only its own groups
 		for _, u := range chunk {
 			own[u] = b.groups[u]
 		}
@@ -57,6 +58,40 @@ func (c *core) applyUsers(ctx context.Context, b *batch, m wire.Mode) error {
 	return first
 }
 
+// ApplyUsers runs the user step for the given items of b: groups holds
+// each user's items in log order, order the users. Each user's markers are
+// set with its writes; an item whose marker exists is settled as in Apply
+// (Applied when the marker names it, else Duplicate). It is the
+// replayer's user step for records without a marker (a Rebuilder's).
+func (c *Core) ApplyUsers(ctx context.Context, b *Batch, groups map[string][]*Item, order []string) error {
+	part := &Batch{groups: groups, order: order, res: Result{Outcomes: b.res.Outcomes}}
+	err := c.applyUsers(ctx, part, wire.ModeUser)
+	b.res.Writes += part.res.Writes
+	b.res.UserCalls += part.res.UserCalls
+	return err
+}
+
+// ReadMarkers returns the origin each record's marker holds ("" when none).
+func (c *Core) ReadMarkers(ctx context.Context, items []*Item) ([]string, error) {
+	pipe := c.rdb.Pipeline()
+	marks := make([]*redis.StringCmd, len(items))
+	for i, it := range items {
+		marks[i] = pipe.HGet(ctx, it.marker, it.rec.Event.ID)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read idempotency markers: %w", err)
+	}
+	origins := make([]string, len(items))
+	for i, m := range marks {
+		o, err := m.Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("read marker of event %s: %w", items[i].rec.Event.ID, err)
+		}
+		origins[i] = o
+	}
+	return origins, nil
+}
+
 // applyUserChunk runs the script calls of the user groups in order,
 // pipelined: one call per group, or, when the core's perCall allows (a
 // standalone server), one modeUsers call per perCall groups of together at
@@ -65,7 +100,7 @@ func (c *core) applyUsers(ctx context.Context, b *batch, m wire.Mode) error {
 // markers are found loses those events (duplicates, or redeliveries whose
 // user effects are already applied) and is tried again with the rest. In
 // modeCheck the calls carry no writes.
-func (c *core) applyUserChunk(ctx context.Context, groups map[string][]*item, order []string, res *Result, m wire.Mode) error {
+func (c *Core) applyUserChunk(ctx context.Context, groups map[string][]*Item, order []string, res *Result, m wire.Mode) error {
 	pending := order
 	var gc groupCoalescer
 	for len(pending) > 0 {
@@ -114,7 +149,7 @@ func (c *core) applyUserChunk(ctx context.Context, groups map[string][]*item, or
 // userCall returns the call of one user group g in mode m: EVALSHA sha 1
 // key mode n markers... writes..., built in one slice that go-redis sends as
 // it is (pointers into g and gc: see script.start).
-func (c *core) userCall(g []*item, m wire.Mode, gc *groupCoalescer) []any {
+func (c *Core) userCall(g []*Item, m wire.Mode, gc *groupCoalescer) []any {
 	var ws []projections.Write
 	if m == wire.ModeUser {
 		ws = gc.of(g)
@@ -128,7 +163,7 @@ func (c *core) userCall(g []*item, m wire.Mode, gc *groupCoalescer) []any {
 // usersCall returns the modeUsers call of the groups of us: per user its
 // marker count, markers, the length of its write program and the program.
 // Only its first key is declared (a standalone server routes nothing).
-func (c *core) usersCall(groups map[string][]*item, us []string, gc *groupCoalescer) []any {
+func (c *Core) usersCall(groups map[string][]*Item, us []string, gc *groupCoalescer) []any {
 	wss := make([][]projections.Write, len(us))
 	n := 2
 	for i, u := range us {
@@ -151,7 +186,7 @@ func (c *core) usersCall(groups map[string][]*item, us []string, gc *groupCoales
 
 // appendMarkers encodes the markers of g's records (pointers: g must not
 // change until the command has been sent).
-func appendMarkers(args []any, g []*item) []any {
+func appendMarkers(args []any, g []*Item) []any {
 	return wire.AppendMarkers(args, len(g), func(i int) wire.Marker {
 		it := g[i]
 		return wire.Marker{Hash: &it.marker, ExpireAt: &it.markerExp, ID: &it.rec.Event.ID, Origin: &it.origin}
@@ -161,7 +196,7 @@ func appendMarkers(args []any, g []*item) []any {
 // settleUser reads the reply of user u's own call and returns next with u
 // appended when records of u are still to apply: those without a marker,
 // when others had one (groups[u] then holds them).
-func settleUser(groups map[string][]*item, u string, cmd *redis.Cmd, res *Result, next []string) ([]string, error) {
+func settleUser(groups map[string][]*Item, u string, cmd *redis.Cmd, res *Result, next []string) ([]string, error) {
 	g := groups[u]
 	r, err := wire.ReplyOf(cmd, len(g))
 	if err != nil {
@@ -181,7 +216,7 @@ func settleUser(groups map[string][]*item, u string, cmd *redis.Cmd, res *Result
 
 // settleUsers reads the reply of a modeUsers call of the users us, as
 // settleUser does for each of them.
-func settleUsers(groups map[string][]*item, us []string, cmd *redis.Cmd, res *Result, next []string) ([]string, error) {
+func settleUsers(groups map[string][]*Item, us []string, cmd *redis.Cmd, res *Result, next []string) ([]string, error) {
 	sizes := make([]int, len(us))
 	for i, u := range us {
 		sizes[i] = len(groups[u])
@@ -206,7 +241,7 @@ func settleUsers(groups map[string][]*item, us []string, cmd *redis.Cmd, res *Re
 }
 
 // applied records the records of g as applied.
-func applied(g []*item, res *Result) {
+func applied(g []*Item, res *Result) {
 	for _, it := range g {
 		res.Outcomes[it.idx] = Applied
 	}
@@ -215,18 +250,18 @@ func applied(g []*item, res *Result) {
 // settleHits records the records of user u whose markers a call found
 // (hits) and keeps the others in groups[u], appending u to next when there
 // are any.
-func settleHits(groups map[string][]*item, u string, hits []wire.Hit, res *Result, next []string) []string {
+func settleHits(groups map[string][]*Item, u string, hits []wire.Hit, res *Result, next []string) []string {
 	g := groups[u]
 	for _, h := range hits {
 		it := g[h.At]
 		it.marked = true
-		if namesRecord(h.Value, it) || it.adopt(h.Value, res) {
+		if it.NamesRecord(h.Value) || it.Adopt(h.Value, res) {
 			res.Outcomes[it.idx] = Applied // this very record was applied before (by a rebuild too)
 		} else {
 			res.Outcomes[it.idx] = Duplicate
 		}
 	}
-	rest := make([]*item, 0, len(g)-len(hits))
+	rest := make([]*Item, 0, len(g)-len(hits))
 	for _, it := range g {
 		if !it.marked {
 			rest = append(rest, it)
@@ -250,11 +285,14 @@ const usersPerCallStandalone = 64
 const callRecords = 256
 
 // usersPerCall returns how many user groups one call may apply through rdb:
-// one on Redis Cluster (a call's keys must share a slot), else
-// usersPerCallStandalone.
-func usersPerCall(rdb redis.UniversalClient) int {
+// one on Redis Cluster (a call's keys must share a slot), else asked
+// (Options.UsersPerCall), by default usersPerCallStandalone.
+func usersPerCall(rdb redis.UniversalClient, asked int) int {
 	if _, ok := rdb.(*redis.ClusterClient); ok {
 		return 1
+	}
+	if asked > 0 {
+		return asked
 	}
 	return usersPerCallStandalone
 }

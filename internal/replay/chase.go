@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"projector/internal/apply"
+	"projector/internal/apply/rebuild"
 	"projector/internal/config"
 	"projector/internal/coord"
 	"projector/pkg/projections"
@@ -34,7 +35,7 @@ type rebuildRun struct {
 	names   []string
 	lease   *coord.Lease
 	planner *projections.Planner
-	sel     apply.Selection
+	sel     rebuild.Selection
 	sum     *Summary
 	prog    *progress
 	log     *zap.Logger
@@ -129,7 +130,7 @@ func (r *rebuildRun) chase(ctx context.Context) error {
 			return err
 		}
 		start := time.Now()
-		if err := r.replay(ctx, plan, apply.RebuildAll, withPace(r.pace)); err != nil {
+		if err := r.replay(ctx, plan, rebuild.All, withPace(r.pace)); err != nil {
 			return err
 		}
 		r.log.Info("chase round", zap.Int("round", round), zap.Int64("records", plan.total()), zap.Duration("took", time.Since(start)))
@@ -166,11 +167,11 @@ func (r *rebuildRun) pending(ctx context.Context, wms map[string]string) (ranges
 }
 
 // replay applies the records of plan with a Rebuilder in mode.
-func (r *rebuildRun) replay(ctx context.Context, plan ranges, mode apply.RebuildMode, opts ...readOption) error {
+func (r *rebuildRun) replay(ctx context.Context, plan ranges, mode rebuild.Mode, opts ...readOption) error {
 	if plan.total() == 0 {
 		return nil
 	}
-	a := apply.NewRebuilder(r.rdb, r.planner, applyOptions(r.cfg), r.sel, mode)
+	a := rebuild.NewRebuilder(r.rdb, r.planner, applyOptions(r.cfg), r.sel, mode)
 	if err := a.LoadScript(ctx); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"projector/internal/apply"
+	"projector/internal/apply/rebuild"
 	"projector/internal/config"
 	"projector/internal/coord"
 	"projector/internal/fingerprint"
@@ -91,14 +92,14 @@ func (r *rebuildRun) handover(ctx context.Context) (time.Duration, error) {
 		if err != nil {
 			return 0, err
 		}
-		if err := r.replay(ctx, last, apply.RebuildAll); err != nil {
+		if err := r.replay(ctx, last, rebuild.All); err != nil {
 			return 0, err
 		}
 		marked, err := r.afterWatermarks(ctx, wms)
 		if err != nil {
 			return 0, err
 		}
-		if err := r.replay(ctx, marked, apply.RebuildMarked); err != nil {
+		if err := r.replay(ctx, marked, rebuild.Marked); err != nil {
 			return 0, err
 		}
 		r.log.Info("handover: replayed up to the consumers' watermarks and the marked records after them",
@@ -172,12 +173,12 @@ func waitAcks(ctx context.Context, rdb redis.UniversalClient, prefix, token stri
 // selection is what a replay of the named projections applies with: a
 // planner with the consumers' full configuration, keeping only the named
 // projections' writes, under the replay's watermarks rwm.
-func selection(cfg config.Config, names []string, rwm string) (*projections.Planner, apply.Selection, error) {
+func selection(cfg config.Config, names []string, rwm string) (*projections.Planner, rebuild.Selection, error) {
 	planner, err := projections.NewPlanner(cfg.Projections, cfg.Location, cfg.Redis.KeyPrefix)
 	if err != nil {
-		return nil, apply.Selection{}, err
+		return nil, rebuild.Selection{}, err
 	}
-	sel := apply.Selection{Only: map[string]bool{}, WatermarkKey: rwm}
+	sel := rebuild.Selection{Only: map[string]bool{}, WatermarkKey: rwm}
 	for _, n := range names {
 		sel.Only[n] = true
 	}

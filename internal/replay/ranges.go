@@ -119,7 +119,7 @@ func planRanges(ctx context.Context, cfg config.Config, toLatest bool) (ranges, 
 }
 
 // batchApplier applies a batch of records: an *apply.Applier after a data
-// loss, an *apply.CheckOnly or *apply.Rebuilder while projections are rebuilt.
+// loss, an *rebuild.CheckOnly or *rebuild.Rebuilder while projections are rebuilt.
 type batchApplier interface {
 	Apply(ctx context.Context, recs []apply.Record, ranges []apply.Range) (apply.Result, error)
 }

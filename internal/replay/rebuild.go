@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"projector/internal/apply"
+	"projector/internal/apply/rebuild"
 	"projector/internal/config"
 	"projector/internal/coord"
 	"projector/internal/records"
@@ -31,7 +31,7 @@ func pauses(names []string) bool {
 	return false
 }
 
-// rebuild rebuilds the named projections while the consumers keep running.
+// rebuildSelected rebuilds the named projections while the consumers keep running.
 // Selections with per-user keys, and any rebuild a replayer left unfinished
 // after its chase began, take chaseRebuild; global ones alone are held:
 //  1. hold:P = * — from the next batch on, consumers leave P out entirely
@@ -47,7 +47,7 @@ func pauses(names []string) bool {
 //     (at once). Each record's P effects are thus applied exactly once, also
 //     when the copies of a duplicate lie in two partitions on either side
 //     of T.
-func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.UniversalClient, names []string, log *zap.Logger) (Summary, error) {
+func rebuildSelected(ctx context.Context, cfg config.Config, opts Options, rdb redis.UniversalClient, names []string, log *zap.Logger) (Summary, error) {
 	start := time.Now()
 	sum := Summary{ByType: map[string]int64{}}
 	if !opts.Wipe {
@@ -118,7 +118,7 @@ func rebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.Uni
 
 // holdRebuild rebuilds global projections alone by holding them (see rebuild).
 func holdRebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis.UniversalClient, m *coord.Meta, names []string,
-	planner *projections.Planner, sel apply.Selection, sum *Summary, log *zap.Logger) error {
+	planner *projections.Planner, sel rebuild.Selection, sum *Summary, log *zap.Logger) error {
 	rwm := sel.WatermarkKey
 	if err := m.HoldAllOf(ctx, names); err != nil {
 		return err
@@ -154,7 +154,7 @@ func holdRebuild(ctx context.Context, cfg config.Config, opts Options, rdb redis
 		s.End = min(s.End, upTo[parts[i]]+1)
 		plan[i] = s
 	}
-	applier := apply.NewCheckOnly(rdb, planner, applyOptions(cfg), sel)
+	applier := rebuild.NewCheckOnly(rdb, planner, applyOptions(cfg), sel)
 	if err := applier.LoadScript(ctx); err != nil {
 		return err
 	}

@@ -174,7 +174,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options, log *zap.Logger) 
 		if len(opts.Projections) == 0 {
 			return sum, fmt.Errorf("refusing: %s says status %s, so Redis did not lose its data; to rebuild a projection name it with --projections (and --wipe --yes)", m.Key(), status)
 		}
-		return rebuild(ctx, cfg, opts, rdb, projections.EnabledNames(sel), log)
+		return rebuildSelected(ctx, cfg, opts, rdb, projections.EnabledNames(sel), log)
 	}
 	names := projections.EnabledNames(sel)
 	if all := projections.EnabledNames(cfg.Projections); len(names) != len(all) {

@@ -1,13 +1,13 @@
-package apply
+package rebuild
 
 import (
 	"context"
-	"projector/internal/apply/wire"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"projector/internal/apply"
 	"projector/internal/testing/testredis"
 	"projector/pkg/events"
 	"projector/pkg/projections"
@@ -16,12 +16,12 @@ import (
 // twoCopies returns one batch holding two copies of ev, published in
 // partitions 0 and 1 of shop.views (offset 0 each): the copy of partition 0
 // first.
-func twoCopies(ev events.Event) ([]Record, []Range) {
-	recs := []Record{
+func twoCopies(ev events.Event) ([]apply.Record, []apply.Range) {
+	recs := []apply.Record{
 		{Topic: "shop.views", Partition: 0, Offset: 0, Event: ev},
 		{Topic: "shop.views", Partition: 1, Offset: 0, Event: ev},
 	}
-	return recs, []Range{
+	return recs, []apply.Range{
 		{Topic: "shop.views", Partition: 0, First: 0, Last: 0},
 		{Topic: "shop.views", Partition: 1, First: 0, Last: 0},
 	}
@@ -29,7 +29,7 @@ func twoCopies(ev events.Event) ([]Record, []Range) {
 
 // applyCopyOfPartition1 lets a consumer apply the copy of ev in partition 1
 // alone, then the copy in partition 0 alone (a duplicate by then).
-func applyCopyOfPartition1(t *testing.T, ctx context.Context, a *Applier, ev events.Event) {
+func applyCopyOfPartition1(t *testing.T, ctx context.Context, a *apply.Applier, ev events.Event) {
 	t.Helper()
 	recs, ranges := twoCopies(ev)
 	for _, i := range []int{1, 0} {
@@ -37,7 +37,7 @@ func applyCopyOfPartition1(t *testing.T, ctx context.Context, a *Applier, ev eve
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := []Outcome{Applied, Duplicate}[1-i]; res.Outcomes[0] != want {
+		if want := []apply.Outcome{apply.Applied, apply.Duplicate}[1-i]; res.Outcomes[0] != want {
 			t.Fatalf("consumer: copy of partition %d: outcome %v, want %v", i, res.Outcomes[0], want)
 		}
 	}
@@ -74,7 +74,7 @@ func wipeKeys(t *testing.T, ctx context.Context, rdb redis.UniversalClient, patt
 // was a duplicate. A batch that holds both copies with partition 0's first
 // (a replay reads the partitions in another order than the consumer did)
 // applies the copy the marker names, exactly once: the Rebuilder (user and
-// global writes), CheckOnly (global writes), and the consumer's Applier
+// global writes), CheckOnly (global writes), and the consumer's apply.Applier
 // for a redelivery after a crash between the user and the global phase.
 func TestCopiesInOneBatchFollowTheMarker(t *testing.T) {
 	for _, tc := range []struct {
@@ -82,18 +82,18 @@ func TestCopiesInOneBatchFollowTheMarker(t *testing.T) {
 		run  func(t *testing.T, ctx context.Context, rdb redis.UniversalClient, ev events.Event) (user, global string)
 	}{
 		{"rebuilder", func(t *testing.T, ctx context.Context, rdb redis.UniversalClient, ev events.Event) (string, string) {
-			applyCopyOfPartition1(t, ctx, newTestApplier(t, rdb, projections.Defaults()), ev)
+			applyCopyOfPartition1(t, ctx, consumer(t, rdb), ev)
 			wipeKeys(t, ctx, rdb, "st:*")
 			recs, ranges := twoCopies(ev)
-			res, err := rebuilder(t, rdb, RebuildAll, "T1").Apply(ctx, recs, ranges)
+			res, err := rebuilder(t, rdb, All, "T1").Apply(ctx, recs, ranges)
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkOutcomes(t, res, Duplicate, Applied)
+			checkOutcomes(t, res, apply.Duplicate, apply.Applied)
 			return "st:{u:u1}:views:2026", "st:{g}:views:2026"
 		}},
 		{"check only", func(t *testing.T, ctx context.Context, rdb redis.UniversalClient, ev events.Event) (string, string) {
-			applyCopyOfPartition1(t, ctx, newTestApplier(t, rdb, projections.Defaults()), ev)
+			applyCopyOfPartition1(t, ctx, consumer(t, rdb), ev)
 			wipeKeys(t, ctx, rdb, "st:{g}:*")
 			p, err := projections.NewPlanner(projections.Defaults(), time.UTC, "")
 			if err != nil {
@@ -105,16 +105,18 @@ func TestCopiesInOneBatchFollowTheMarker(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkOutcomes(t, res, Duplicate, Applied)
+			checkOutcomes(t, res, apply.Duplicate, apply.Applied)
 			return "st:{u:u1}:views:2026", "st:{g}:views:2026"
 		}},
 		{"redelivery", func(t *testing.T, ctx context.Context, rdb redis.UniversalClient, ev events.Event) (string, string) {
-			a := newTestApplier(t, rdb, projections.Defaults())
+			a := consumer(t, rdb)
 			recs, ranges := twoCopies(ev)
-			b := newBatch(recs[1:], ranges[1:]) // partition 1's batch: its user phase, then a crash
-			release := a.plan(b, nil)
-			err := a.applyUsers(ctx, b, wire.ModeUser)
-			release()
+			p, err := a.Prepare(ctx, recs[1:], ranges[1:]) // partition 1's batch: its user phase, then a crash
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = a.CommitUsers(ctx, p)
+			p.Release()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +124,7 @@ func TestCopiesInOneBatchFollowTheMarker(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkOutcomes(t, res, Duplicate, Applied)
+			checkOutcomes(t, res, apply.Duplicate, apply.Applied)
 			return "st:{u:u1}:views:2026", "st:{g}:views:2026"
 		}},
 	} {
@@ -149,7 +151,7 @@ func TestCopiesInOneBatchFollowTheMarker(t *testing.T) {
 }
 
 // checkOutcomes compares res's outcomes with want.
-func checkOutcomes(t *testing.T, res Result, want ...Outcome) {
+func checkOutcomes(t *testing.T, res apply.Result, want ...apply.Outcome) {
 	t.Helper()
 	for i, o := range res.Outcomes {
 		if o != want[i] {

@@ -1,21 +1,21 @@
-package apply
+package rebuild
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"projector/internal/coord"
+	"projector/internal/apply"
+	"projector/internal/testing/applyfix"
 	"projector/internal/testing/testredis"
 	"projector/pkg/events"
 	"projector/pkg/projections"
 )
 
 // rebuilder is a replayer's applier for stats alone in the given mode.
-func rebuilder(t *testing.T, rdb redis.UniversalClient, mode RebuildMode, tag string) *Rebuilder {
+func rebuilder(t *testing.T, rdb redis.UniversalClient, mode Mode, tag string) *Rebuilder {
 	t.Helper()
 	p, err := projections.NewPlanner(projections.Defaults(), time.UTC, "")
 	if err != nil {
@@ -24,14 +24,31 @@ func rebuilder(t *testing.T, rdb redis.UniversalClient, mode RebuildMode, tag st
 	return NewRebuilder(rdb, p, testOptions(), Selection{Only: map[string]bool{"stats": true}, WatermarkKey: "px:rwm:{g}", Tag: tag}, mode)
 }
 
-// consumerFixture is a fresh server and a consumer's applier on it, an
-// event time an hour before testNow and its day.
-func consumerFixture(t *testing.T) (context.Context, *redis.Client, *Applier, time.Time, string) {
+// consumer is a consumer's applier on rdb, over an initialised meta hash.
+func consumer(t *testing.T, rdb redis.UniversalClient) *apply.Applier {
 	t.Helper()
-	rdb := testredis.StartStandalone(t).Client()
-	ts := testNow.Add(-time.Hour)
-	return context.Background(), rdb, newTestApplier(t, rdb, projections.Defaults()), ts, ts.Format("2006-01-02")
+	p, err := projections.NewPlanner(projections.Defaults(), time.UTC, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply.NewMeta(rdb, "", testOptions().Now, true).Init(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	return apply.New(rdb, p, testOptions(), apply.Guards{})
 }
+
+// testOptions are the options of the tests' appliers: UTC, a day's window, testNow.
+func testOptions() apply.Options {
+	return apply.Options{Window: 24 * time.Hour, Location: time.UTC, Now: func() time.Time { return testNow }}
+}
+
+// The shared fixtures (internal/testing/applyfix) under this package's names.
+var (
+	testNow = applyfix.Now
+	view    = applyfix.View
+	batchAt = applyfix.BatchAt
+	mustGet = applyfix.MustGet
+)
 
 // TestRebuildModes: the consumers applied some batches (one only in part),
 // stats were wiped, and a replayer rebuilds them: complete batches record by
@@ -40,7 +57,9 @@ func consumerFixture(t *testing.T) (context.Context, *redis.Client, *Applier, ti
 // part. A batch applied again (a resumed rebuild) writes no user write
 // twice; a later rebuild (another tag) takes the tagged marker as applied.
 func TestRebuildModes(t *testing.T) {
-	ctx, rdb, a, ts, day := consumerFixture(t)
+	ctx, rdb := context.Background(), testredis.StartStandalone(t).Client()
+	a, ts := consumer(t, rdb), testNow.Add(-time.Hour)
+	day := ts.Format("2006-01-02")
 	e1 := view("e1", "u1", "p1", ts)
 	e7 := view("e7", "u5", "p1", ts)
 	recs, ranges := batchAt(0, e1, view("e2", "u1", "p2", ts), e1, e7)
@@ -56,25 +75,25 @@ func TestRebuildModes(t *testing.T) {
 	keys, _ := rdb.Keys(ctx, "st:*").Result()
 	rdb.Del(ctx, keys...)
 
-	all := rebuilder(t, rdb, RebuildAll, "T1")
+	all := rebuilder(t, rdb, All, "T1")
 	recs, ranges = batchAt(0, e1, view("e2", "u1", "p2", ts), e1, e7, e7)
 	res, err := all.Apply(ctx, recs, ranges)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Outcome{Applied, Applied, Duplicate, Applied, Duplicate}
+	want := []apply.Outcome{apply.Applied, apply.Applied, apply.Duplicate, apply.Applied, apply.Duplicate}
 	for i, o := range res.Outcomes {
 		if o != want[i] {
 			t.Errorf("complete part: outcome %d = %v, want %v", i, o, want[i])
 		}
 	}
-	marked := rebuilder(t, rdb, RebuildMarked, "T1")
+	marked := rebuilder(t, rdb, Marked, "T1")
 	recs, ranges = batchAt(5, view("e4", "u2", "p1", ts), view("e5", "u3", "p1", ts), view("e6", "u4", "p1", ts), e1)
 	res, err = marked.Apply(ctx, recs, ranges)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = []Outcome{Applied, Applied, Skipped, Duplicate}
+	want = []apply.Outcome{apply.Applied, apply.Applied, apply.Skipped, apply.Duplicate}
 	for i, o := range res.Outcomes {
 		if o != want[i] {
 			t.Errorf("marked part: outcome %d = %v, want %v", i, o, want[i])
@@ -103,8 +122,8 @@ func TestRebuildModes(t *testing.T) {
 		a     *Rebuilder
 		first int64
 		evs   []events.Event
-	}{{rebuilder(t, rdb, RebuildAll, "T1"), 0, []events.Event{e1, view("e2", "u1", "p2", ts), e1, e7, e7}},
-		{rebuilder(t, rdb, RebuildMarked, "T1"), 5, []events.Event{view("e4", "u2", "p1", ts), view("e5", "u3", "p1", ts)}}} {
+	}{{rebuilder(t, rdb, All, "T1"), 0, []events.Event{e1, view("e2", "u1", "p2", ts), e1, e7, e7}},
+		{rebuilder(t, rdb, Marked, "T1"), 5, []events.Event{view("e4", "u2", "p1", ts), view("e5", "u3", "p1", ts)}}} {
 		recs, ranges = batchAt(step.first, step.evs...)
 		if _, err := step.a.Apply(ctx, recs, ranges); err != nil {
 			t.Fatal(err)
@@ -116,7 +135,7 @@ func TestRebuildModes(t *testing.T) {
 	keys2, _ := rdb.Keys(ctx, "px:rwm:*").Result()
 	rdb.Del(ctx, append(keys, keys2...)...)
 	recs, ranges = batchAt(0, e1, view("e2", "u1", "p2", ts), e1, e7, e7)
-	if _, err := rebuilder(t, rdb, RebuildAll, "T2").Apply(ctx, recs, ranges); err != nil {
+	if _, err := rebuilder(t, rdb, All, "T2").Apply(ctx, recs, ranges); err != nil {
 		t.Fatal(err)
 	}
 	views = map[string]string{"u1": "2", "u5": "1"}
@@ -134,56 +153,3 @@ func TestRebuildModes(t *testing.T) {
 
 // TestHoldLeavesUserWritesOut: a consumer leaves a held projection's user
 // writes out, and a pause stops it only while the replayer's lease stands.
-func TestHoldLeavesUserWritesOut(t *testing.T) {
-	ctx, rdb, a, ts, day := consumerFixture(t)
-	rdb.HSet(ctx, "px:meta:{g}", coord.HoldField("last_viewed"), coord.HoldAll)
-	recs, ranges := batchAt(0, view("e1", "u1", "p1", ts))
-	if _, err := a.Apply(ctx, recs, ranges); err != nil {
-		t.Fatal(err)
-	}
-	if n := rdb.Exists(ctx, "lv:{u:u1}").Val(); n != 0 {
-		t.Errorf("the held projection last_viewed was written")
-	}
-	if got := mustGet(t, rdb, "st:{u:u1}:views:"+day); got != "1" {
-		t.Errorf("stats (not held) views %s, want 1", got)
-	}
-	rdb.HSet(ctx, "px:meta:{g}", "status", coord.StatusPaused, coord.FieldPause, "tok")
-	rdb.Set(ctx, "px:lease:{g}", "replayer", time.Minute)
-	recs, ranges = batchAt(1, view("e2", "u1", "p2", ts))
-	var nr *NotReadyError
-	if _, err := a.Apply(ctx, recs, ranges); !errors.As(err, &nr) {
-		t.Fatalf("paused with the replayer's lease: err %v, want a NotReadyError", err)
-	}
-	rdb.Del(ctx, "px:lease:{g}")
-	if _, err := a.Apply(ctx, recs, ranges); err != nil {
-		t.Fatalf("paused by a replayer whose lease is gone: %v", err)
-	}
-	if got := mustGet(t, rdb, "st:{u:u1}:views:"+day); got != "2" {
-		t.Errorf("views %s after the pause lost its lease, want 2", got)
-	}
-}
-
-// TestTaggedMarkerIsTheRecordsOwn: a consumer that meets a marker a rebuild
-// set for the very record it applies (origin~tag, Repair after a rollback)
-// counts the record as applied before, not as a duplicate, and writes
-// nothing again.
-func TestTaggedMarkerIsTheRecordsOwn(t *testing.T) {
-	ctx, rdb, a, ts, day := consumerFixture(t)
-	recs, ranges := batchAt(0, view("e1", "u1", "p1", ts))
-	if _, err := a.Apply(ctx, recs, ranges); err != nil {
-		t.Fatal(err)
-	}
-	marker := "px:seen:{u:u1}:" + day
-	origin := rdb.HGet(ctx, marker, "e1").Val()
-	rdb.HSet(ctx, marker, "e1", origin+tagSep+"T1")
-	res, err := a.Repair(ctx, recs, ranges)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Outcomes[0] != Applied {
-		t.Errorf("outcome with the record's own tagged marker = %v, want Applied", res.Outcomes[0])
-	}
-	if got := mustGet(t, rdb, "st:{u:u1}:views:2026"); got != "1" {
-		t.Errorf("u1 views = %s after the repair, want 1 (nothing applied twice)", got)
-	}
-}
