@@ -1,75 +1,16 @@
-// Package apply applies the writes that projections plan to Redis, exactly
-// once. How, step by step (markers, watermarks, the user and the global
-// step), is docs/design/exactly-once.md; the code follows
-// its steps: grouping and coalescing (plan.go, coalesce.go), the user phase
-// (user.go), the global phase (global.go), the script and its
-// protocol (apply.lua, script.go, protocol.go).
-//
-// Applier is the consumers' guarded apply (and the replayer's after a data
-// loss); CheckOnly and Rebuilder are the replayer's while it rebuilds some
-// projections beside running consumers; Meta is what the consumers read and
-// write of the meta hash and of what Redis holds as applied. They share the
-// planning, the phases and the script.
 package apply
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"projector/internal/apply/wire"
 	"projector/internal/coord"
-	"projector/internal/offsets"
 	"projector/pkg/projections"
 )
-
-// Record is one valid event and where it came from (see internal/records).
-type Record = offsets.Record
-
-// Range is the span of offsets of one partition that a batch covers (see internal/records).
-type Range = offsets.Range
-
-// Outcome is what became of one record.
-type Outcome uint8
-
-// Outcomes of a record.
-const (
-	// Applied: its effects are in Redis (now, or by an earlier delivery of the same record).
-	Applied Outcome = iota + 1
-	// Duplicate: another record with the same event id was applied before.
-	Duplicate
-	// Skipped: its partition's watermark says the whole record was applied before.
-	Skipped
-)
-
-// Result reports what Apply did.
-type Result struct {
-	// Outcomes has one entry per input record.
-	Outcomes []Outcome
-	// Writes counts the writes the scripts reported as applied.
-	Writes int64
-	// UserCalls and GlobalCalls count script calls.
-	UserCalls, GlobalCalls int
-}
-
-// Options are what every applier needs.
-type Options struct {
-	// Window is how long after an event's time duplicates are recognised.
-	Window time.Duration
-	// Location is the time zone of the calendar buckets.
-	Location *time.Location
-	// KeyPrefix is redis.key_prefix.
-	KeyPrefix string
-	// Now is the clock.
-	Now func() time.Time
-	// UsersPerCall is how many user groups one script call may apply
-	// (0: usersPerCallStandalone on a standalone server; always 1 on Redis
-	// Cluster, where a call's keys share a slot).
-	UsersPerCall int
-}
 
 // Guards are the checks of an Applier beyond markers and watermarks.
 type Guards struct {
@@ -95,16 +36,17 @@ type Guards struct {
 type Applier struct {
 	*Core
 	guards Guards
-	nodes  masterWatermarks // each master's own watermarks (GapCheck, Evidence)
-	seal   *wire.Script
+	nodes  *masterWatermarks // each master's own watermarks (GapCheck, Evidence)
+	sealer sealer
 	meta   *coord.Meta
 }
 
 // New returns an Applier writing through rdb.
 func New(rdb redis.UniversalClient, planner *projections.Planner, opts Options, g Guards) *Applier {
 	keys := projections.Keys{Prefix: opts.KeyPrefix}
-	return &Applier{Core: NewCore(rdb, planner, opts, nil), guards: g, meta: coord.New(rdb, opts.KeyPrefix, opts.Now),
-		nodes: masterWatermarks{rdb: rdb, keys: keys, on: g.Evidence}, seal: wire.SealScript()}
+	nodes := &masterWatermarks{rdb: rdb, keys: keys, on: g.Evidence}
+	return &Applier{Core: NewCore(rdb, planner, opts, nil), guards: g, meta: coord.New(rdb, opts.KeyPrefix, opts.Now), nodes: nodes,
+		sealer: sealer{rdb: rdb, keys: keys, nodes: nodes, script: wire.SealScript(), sync: g.Sync, evidence: g.Evidence, gapCheck: g.GapCheck}}
 }
 
 // Apply applies a batch. It is idempotent: calling it again with the same or an
@@ -140,7 +82,7 @@ func (a *Applier) apply(ctx context.Context, b *Batch, repair bool) (Result, err
 		return b.res, err
 	}
 	if a.guards.GapCheck {
-		if err := a.precheck(ctx, b.ranges, b.wms); err != nil {
+		if err := a.nodes.precheck(ctx, b.ranges, b.wms); err != nil {
 			return b.res, err
 		}
 	}
@@ -165,7 +107,7 @@ func (a *Applier) globalAndSeal(ctx context.Context, b *Batch) error {
 	if err := a.applyGlobal(ctx, b, a.globalGuard()); err != nil {
 		return err
 	}
-	return a.sealBatch(ctx, b.ranges)
+	return a.sealer.seal(ctx, b.ranges)
 }
 
 // globalGuard guards the global call with px:wm:{g} and, unless IgnoreMeta,
@@ -206,22 +148,4 @@ func (a *Applier) readState(ctx context.Context, b *Batch) error {
 		return &NotReadyError{Status: st.Status}
 	}
 	return nil
-}
-
-// errHoldsChanged says a replayer changed a hold after the batch was planned.
-var errHoldsChanged = errors.New("projection holds changed while the batch was applied")
-
-// NotReadyError says the meta hash px:meta:{g} is missing (Redis lost its
-// data, or was never initialised) or not "ready" (a replay is running): the
-// batch was not completed and must not be committed.
-type NotReadyError struct {
-	// Status is the meta status ("" when the hash is missing).
-	Status string
-}
-
-func (e *NotReadyError) Error() string {
-	if e.Status == "" {
-		return "redis holds no projector meta hash (px:meta:{g}): data lost or never initialised"
-	}
-	return "projections not ready: meta status " + e.Status
 }

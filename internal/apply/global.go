@@ -2,8 +2,10 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"projector/internal/apply/wire"
 	"projector/internal/coord"
@@ -175,4 +177,69 @@ func (c *Core) globalCall(g globalGuard, rs []Range, heldRaw []string, ws []proj
 		call = append(call, v)
 	}
 	return wire.AppendWrites(call, ws)
+}
+
+// errHoldsChanged says a replayer changed a hold after the batch was planned.
+var errHoldsChanged = errors.New("projection holds changed while the batch was applied")
+
+// NotReadyError says the meta hash px:meta:{g} is missing (Redis lost its
+// data, or was never initialised) or not "ready" (a replay is running): the
+// batch was not completed and must not be committed.
+type NotReadyError struct {
+	// Status is the meta status ("" when the hash is missing).
+	Status string
+}
+
+func (e *NotReadyError) Error() string {
+	if e.Status == "" {
+		return "redis holds no projector meta hash (px:meta:{g}): data lost or never initialised"
+	}
+	return "projections not ready: meta status " + e.Status
+}
+
+// Gap is a partition whose applied records Redis lost: it holds Applied as
+// the last applied offset, below the records that came after.
+type Gap struct {
+	Topic     string
+	Partition int
+	// Applied is the last offset whose effects the watermark says are in Redis.
+	Applied int64
+	// Node names the Redis Cluster master that went back in time ("" for
+	// the global watermarks, px:wm:{g}).
+	Node string
+}
+
+// GapError says Redis holds watermarks below the records that came before a
+// batch: it went back in time (a restart from an older snapshot, a lost AOF
+// tail, a lagging replica promoted) after those records were applied. The
+// batch was not completed; the records after each gap's Applied must be
+// applied again (Repair) before it.
+type GapError struct {
+	Gaps []Gap
+}
+
+func (e *GapError) Error() string {
+	parts := make([]string, len(e.Gaps))
+	for i, g := range e.Gaps {
+		where := "global watermarks"
+		if g.Node != "" {
+			where = "master " + g.Node
+		}
+		parts[i] = fmt.Sprintf("%s:%d applied up to %d (%s)", g.Topic, g.Partition, g.Applied, where)
+	}
+	return "redis went back in time: " + strings.Join(parts, ", ")
+}
+
+// gapsOf is the *GapError of a replyGap reply r to a call over the ranges rs.
+func gapsOf(r wire.Reply, rs []Range, node string) error {
+	ge := &GapError{}
+	for _, h := range r.Hits {
+		wm, err := h.Offset()
+		if err != nil {
+			return fmt.Errorf("gap reply: %w", err)
+		}
+		rg := rs[h.At]
+		ge.Gaps = append(ge.Gaps, Gap{Topic: rg.Topic, Partition: rg.Partition, Applied: wm, Node: node})
+	}
+	return ge
 }

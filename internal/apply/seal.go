@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"projector/internal/apply/wire"
-	"strings"
+	"projector/pkg/projections"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,39 +25,6 @@ type Sync struct {
 // On reports whether anything is waited for.
 func (s Sync) On() bool { return s.Replicas > 0 || s.AOF }
 
-// Gap is a partition whose applied records Redis lost: it holds Applied as
-// the last applied offset, below the records that came after.
-type Gap struct {
-	Topic     string
-	Partition int
-	// Applied is the last offset whose effects the watermark says are in Redis.
-	Applied int64
-	// Node names the Redis Cluster master that went back in time ("" for
-	// the global watermarks, px:wm:{g}).
-	Node string
-}
-
-// GapError says Redis holds watermarks below the records that came before a
-// batch: it went back in time (a restart from an older snapshot, a lost AOF
-// tail, a lagging replica promoted) after those records were applied. The
-// batch was not completed; the records after each gap's Applied must be
-// applied again (Repair) before it.
-type GapError struct {
-	Gaps []Gap
-}
-
-func (e *GapError) Error() string {
-	parts := make([]string, len(e.Gaps))
-	for i, g := range e.Gaps {
-		where := "global watermarks"
-		if g.Node != "" {
-			where = "master " + g.Node
-		}
-		parts[i] = fmt.Sprintf("%s:%d applied up to %d (%s)", g.Topic, g.Partition, g.Applied, where)
-	}
-	return "redis went back in time: " + strings.Join(parts, ", ")
-}
-
 // SyncError says a batch's writes did not reach the replicas or the AOF in time.
 type SyncError struct {
 	Node string
@@ -66,29 +33,41 @@ type SyncError struct {
 
 func (e *SyncError) Error() string { return "redis " + e.Node + ": " + e.What }
 
-// sealBatch records, on each master of a Redis Cluster, that the batch's
-// user writes on it are complete (with Evidence), and waits for replicas and
-// the AOF (with Sync). On a standalone server the global watermarks are the
-// evidence: it only waits, when Sync is on.
-func (a *Applier) sealBatch(ctx context.Context, ranges []Range) error {
+// sealer is the last step of a batch, after the global step: the seal.
+type sealer struct {
+	rdb    redis.UniversalClient
+	keys   projections.Keys
+	nodes  *masterWatermarks
+	script *wire.Script
+	sync   Sync
+	// evidence raises each Redis Cluster master's own watermarks;
+	// gapCheck refuses a batch on a master that went back in time.
+	evidence, gapCheck bool
+}
+
+// seal records, on each master of a Redis Cluster, that the batch's
+// user writes on it are complete (with evidence), and waits for replicas and
+// the AOF (with sync). On a standalone server the global watermarks are the
+// evidence: it only waits, when sync is on.
+func (a *sealer) seal(ctx context.Context, ranges []Range) error {
 	if len(ranges) == 0 {
 		return nil
 	}
 	cc, cluster := a.rdb.(*redis.ClusterClient)
-	if !a.guards.Sync.On() && (!cluster || !a.guards.Evidence) {
+	if !a.sync.On() && (!cluster || !a.evidence) {
 		return nil
 	}
 	check := wire.ModeGlobal
-	if cluster && a.guards.GapCheck {
+	if cluster && a.gapCheck {
 		check = wire.ModeGlobalGaps
 	}
 	seal := func(ctx context.Context, c *redis.Client, key string) error {
-		call := a.seal.Start(2+3*len(ranges), key)
+		call := a.script.Start(2+3*len(ranges), key)
 		call = append(call, check.Arg(), len(ranges))
 		for _, r := range ranges {
 			call = append(call, r.TP().String(), r.First, r.Last)
 		}
-		return a.sealNode(ctx, c, call, ranges)
+		return a.node(ctx, c, call, ranges)
 	}
 	if !cluster {
 		c, ok := a.rdb.(*redis.Client)
@@ -100,12 +79,12 @@ func (a *Applier) sealBatch(ctx context.Context, ranges []Range) error {
 	return a.nodes.forEach(ctx, cc, seal)
 }
 
-// sealNode runs the seal call on one server, then WAIT and WAITAOF as configured.
-func (a *Applier) sealNode(ctx context.Context, c *redis.Client, call []any, ranges []Range) error {
-	s := a.guards.Sync
+// node runs the seal call on one server, then WAIT and WAITAOF as configured.
+func (a *sealer) node(ctx context.Context, c *redis.Client, call []any, ranges []Range) error {
+	s := a.sync
 	ms := max(s.Timeout.Milliseconds(), 1)
 	var wait, waitAOF *redis.Cmd
-	sealed := a.seal.Exec(ctx, c, [][]any{call}, func(pipe redis.Pipeliner) {
+	sealed := a.script.Exec(ctx, c, [][]any{call}, func(pipe redis.Pipeliner) {
 		if s.Replicas > 0 {
 			wait = pipe.Do(ctx, "WAIT", s.Replicas, ms)
 		}
@@ -148,18 +127,4 @@ func checkWaits(s Sync, node string, wait, waitAOF *redis.Cmd) error {
 		}
 	}
 	return nil
-}
-
-// gapsOf is the *GapError of a replyGap reply r to a call over the ranges rs.
-func gapsOf(r wire.Reply, rs []Range, node string) error {
-	ge := &GapError{}
-	for _, h := range r.Hits {
-		wm, err := h.Offset()
-		if err != nil {
-			return fmt.Errorf("gap reply: %w", err)
-		}
-		rg := rs[h.At]
-		ge.Gaps = append(ge.Gaps, Gap{Topic: rg.Topic, Partition: rg.Partition, Applied: wm, Node: node})
-	}
-	return ge
 }

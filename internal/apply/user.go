@@ -204,7 +204,7 @@ func settleUser(groups map[string][]*Item, u string, cmd *redis.Cmd, res *Result
 	}
 	switch r.Code {
 	case wire.ReplyApplied:
-		applied(g, res)
+		markApplied(g, res)
 		res.Writes += r.Writes
 		return next, nil
 	case wire.ReplyFound:
@@ -234,14 +234,14 @@ func settleUsers(groups map[string][]*Item, us []string, cmd *redis.Cmd, res *Re
 		if hits, ok := found[i]; ok {
 			next = settleHits(groups, u, hits, res, next)
 		} else {
-			applied(groups[u], res)
+			markApplied(groups[u], res)
 		}
 	}
 	return next, nil
 }
 
-// applied records the records of g as applied.
-func applied(g []*Item, res *Result) {
+// markApplied records the records of g as markApplied.
+func markApplied(g []*Item, res *Result) {
 	for _, it := range g {
 		res.Outcomes[it.idx] = Applied
 	}
@@ -274,25 +274,5 @@ func settleHits(groups map[string][]*Item, u string, hits []wire.Hit, res *Resul
 	return append(next, u)
 }
 
-// usersPerCallStandalone is how many user groups one script call applies on
-// a standalone server: the call's fixed cost (its body, its arguments'
-// framing) is shared by its users, and more users per call bring little
-// more while a longer call delays the commands queued behind it
-// (BENCHMARKS.md, the price of Lua).
-const usersPerCallStandalone = 64
-
 // callRecords bounds the records of the users of one modeUsers call.
 const callRecords = 256
-
-// usersPerCall returns how many user groups one call may apply through rdb:
-// one on Redis Cluster (a call's keys must share a slot), else asked
-// (Options.UsersPerCall), by default usersPerCallStandalone.
-func usersPerCall(rdb redis.UniversalClient, asked int) int {
-	if _, ok := rdb.(*redis.ClusterClient); ok {
-		return 1
-	}
-	if asked > 0 {
-		return asked
-	}
-	return usersPerCallStandalone
-}

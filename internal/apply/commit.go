@@ -68,7 +68,7 @@ func (a *Applier) CommitUsers(ctx context.Context, p *Prepared) error {
 		if err != nil {
 			return fmt.Errorf("read watermarks: %w", err)
 		}
-		if err := a.precheck(ctx, b.ranges, wms); err != nil {
+		if err := a.nodes.precheck(ctx, b.ranges, wms); err != nil {
 			return err
 		}
 		if fell(b.ranges, b.wms, wms) {
