@@ -6,23 +6,37 @@ import (
 	"projector/pkg/projections"
 )
 
-type memberKey struct{ key, member string }
-
-// smallGroup is the size up to which Coalesce compares writes pairwise
-// instead of indexing them in maps: a user's writes in one batch are usually
-// a dozen, and building maps for them costs more than scanning.
-const smallGroup = 48
-
 // Coalesce merges the writes of one slot group without changing their effect:
 // counter and sorted-set increments on the same key (and member) are summed
-// into the first of them, ZAddMax writes of the same member keep the highest
-// score, but only between barriers (removals and SetMax), and identical SetValue
-// and SAdd writes are kept once. Order between barriers is otherwise kept.
+// into the first of them, ZAddMax writes of the same member and guard keep
+// the highest score, but only between barriers (removals and SetMax), a
+// SetValue that repeats the value its key was last set to and an SAdd that
+// repeats a member are dropped. Order between barriers is otherwise kept.
 func Coalesce(ws []projections.Write) []projections.Write {
-	if len(ws) <= smallGroup {
-		return coalesceSmall(ws)
+	c := newCoalescer(len(ws))
+	for i := range ws {
+		c.add(&ws[i])
 	}
-	return coalesceIndexed(ws)
+	return c.out
+}
+
+// mergeKey is what a write merges by: its kind, key and member. Which of
+// the writes of one key merge is add's rule.
+type mergeKey struct {
+	kind        projections.Kind
+	key, member string
+}
+
+// keyOf returns w's merge key; ok is false for a write that merges with
+// nothing (the barriers: removals and SetMax).
+func keyOf(w *projections.Write) (k mergeKey, ok bool) {
+	switch w.Kind {
+	case projections.IncrBy, projections.SetValue:
+		return mergeKey{kind: w.Kind, key: w.Key}, true
+	case projections.ZIncrBy, projections.ZAddMax, projections.SAdd:
+		return mergeKey{kind: w.Kind, key: w.Key, member: w.Member}, true
+	}
+	return mergeKey{}, false
 }
 
 // merge folds w into the earlier write dst it coalesces with.
@@ -36,139 +50,104 @@ func merge(dst *projections.Write, w *projections.Write) {
 	dst.ExpireAt = max(dst.ExpireAt, w.ExpireAt)
 }
 
-// coalesceIndexed is Coalesce with maps from keys to positions in the output.
-func coalesceIndexed(ws []projections.Write) []projections.Write {
-	c := newCoalescer(len(ws))
-	for i := range ws {
-		c.add(&ws[i])
-	}
-	return c.out
-}
+// smallGroup is the size up to which a coalescer finds a write's earlier
+// key by scanning instead of indexing it in a map: a user's writes in one
+// batch are usually a dozen, and building a map for them costs more than
+// the scan.
+const smallGroup = 48
 
-// coalescer is Coalesce one write at a time, indexed by maps (for large
-// groups, such as a batch's global writes, which need not be copied into one
-// slice first).
+// coalescer is Coalesce one write at a time (a batch's global writes need
+// not be copied into one slice first); reset reuses its memory for the next
+// group.
 type coalescer struct {
-	out   []projections.Write
-	incr  map[string]int
-	zincr map[memberKey]int
-	zadd  map[memberKey]int
-	once  map[memberKey]bool
+	out    []projections.Write
+	keys   []mergeKey       // the key of each write of out (zero: merges with nothing)
+	epochs []int32          // the barriers before each write of out
+	at     map[mergeKey]int // indexed: the last position of each key in out
+	// indexed finds keys by the map at, not by scanning keys: for groups of
+	// more than smallGroup writes.
+	indexed bool
+	epoch   int32
 }
 
 // newCoalescer returns a coalescer for about n writes.
 func newCoalescer(n int) *coalescer {
-	return &coalescer{out: make([]projections.Write, 0, n/2+1), incr: make(map[string]int, n/4),
-		zincr: make(map[memberKey]int, n/4), zadd: map[memberKey]int{}, once: map[memberKey]bool{}}
+	c := &coalescer{out: make([]projections.Write, 0, n/2+1), keys: make([]mergeKey, 0, n/2+1), epochs: make([]int32, 0, n/2+1)}
+	c.reset(n)
+	return c
 }
 
-// reset empties c for the next group, keeping its memory.
-func (c *coalescer) reset() {
-	c.out = c.out[:0]
-	clear(c.incr)
-	clear(c.zincr)
-	clear(c.zadd)
-	clear(c.once)
-}
-
-// add merges w into the writes so far, or appends it.
-func (c *coalescer) add(w *projections.Write) {
-	switch w.Kind {
-	case projections.IncrBy:
-		if j, ok := c.incr[w.Key]; ok {
-			merge(&c.out[j], w)
-			return
-		}
-		c.incr[w.Key] = len(c.out)
-	case projections.ZIncrBy:
-		mk := memberKey{w.Key, w.Member}
-		if j, ok := c.zincr[mk]; ok {
-			merge(&c.out[j], w)
-			return
-		}
-		c.zincr[mk] = len(c.out)
-	case projections.ZAddMax:
-		mk := memberKey{w.Key, w.Member}
-		if j, ok := c.zadd[mk]; ok && c.out[j].Guard == w.Guard {
-			merge(&c.out[j], w)
-			return
-		}
-		c.zadd[mk] = len(c.out)
-	case projections.SetValue, projections.SAdd:
-		mk := memberKey{w.Key, w.Member + "\x00" + w.Value}
-		if c.once[mk] {
-			return
-		}
-		c.once[mk] = true
+// reset empties c for a group of about n writes, keeping its memory.
+func (c *coalescer) reset(n int) {
+	c.out, c.keys, c.epochs, c.epoch = c.out[:0], c.keys[:0], c.epochs[:0], 0
+	c.indexed = n > smallGroup
+	switch {
+	case !c.indexed:
+	case c.at == nil:
+		c.at = make(map[mergeKey]int, n/2)
 	default:
-		if w.Kind.Barrier() {
-			clear(c.zadd)
-		}
+		clear(c.at)
 	}
-	c.out = append(c.out, *w)
 }
 
-// coalesceSmall is Coalesce by pairwise comparison, for small groups.
-func coalesceSmall(ws []projections.Write) []projections.Write {
-	return appendCoalesced(make([]projections.Write, 0, len(ws)), ws)
+// last returns the last position of k in out.
+func (c *coalescer) last(k mergeKey) (int, bool) {
+	if c.indexed {
+		j, ok := c.at[k]
+		return j, ok
+	}
+	for j := len(c.keys) - 1; j >= 0; j-- {
+		if o := &c.keys[j]; o.kind == k.kind && o.key == k.key && o.member == k.member {
+			return j, true
+		}
+	}
+	return -1, false
 }
 
-// appendCoalesced is coalesceSmall appending to out.
-func appendCoalesced(out, ws []projections.Write) []projections.Write {
-	base := len(out)
-	fence := base // ZAddMax writes merge only with writes from here on (after the last barrier)
-	for i := range ws {
-		w := &ws[i]
-		j := -1
-		switch w.Kind {
-		case projections.IncrBy, projections.ZIncrBy:
-			for k := base; k < len(out); k++ {
-				if o := &out[k]; o.Kind == w.Kind && o.Key == w.Key && (w.Kind == projections.IncrBy || o.Member == w.Member) {
-					j = k
-					break
-				}
-			}
-		case projections.ZAddMax:
-			for k := len(out) - 1; k >= fence; k-- {
-				if o := &out[k]; o.Kind == projections.ZAddMax && o.Key == w.Key && o.Member == w.Member {
-					if o.Guard == w.Guard {
-						j = k
-					}
-					break
-				}
-			}
-		case projections.SetValue, projections.SAdd:
-			dup := false
-			for k := base; k < len(out); k++ {
-				o := &out[k]
-				if (o.Kind == projections.SetValue || o.Kind == projections.SAdd) && o.Key == w.Key && o.Member == w.Member && o.Value == w.Value {
-					dup = true
-					break
-				}
-			}
-			if dup {
-				continue
-			}
-		default:
-			if w.Kind.Barrier() {
-				fence = len(out) + 1
-			}
-		}
-		if j >= 0 {
-			merge(&out[j], w)
-			continue
-		}
-		out = append(out, *w)
+// add merges w into the last write of its key, drops it, or appends it:
+// increments always merge; a ZAddMax merges with one of the same guard
+// after the same barriers (a removal or a guard's SetMax between them
+// changes what the later one does); an SAdd of a member added before is
+// dropped, and so is a SetValue that repeats the value its key was last set to.
+func (c *coalescer) add(w *projections.Write) {
+	if w.Kind.Barrier() {
+		c.epoch++
 	}
-	return out
+	k, ok := keyOf(w)
+	if ok {
+		if j, seen := c.last(k); seen {
+			o := &c.out[j]
+			switch w.Kind {
+			case projections.IncrBy, projections.ZIncrBy:
+				merge(o, w)
+				return
+			case projections.ZAddMax:
+				if o.Guard == w.Guard && c.epochs[j] == c.epoch {
+					merge(o, w)
+					return
+				}
+			case projections.SAdd:
+				return
+			case projections.SetValue:
+				if o.Value == w.Value {
+					o.ExpireAt = max(o.ExpireAt, w.ExpireAt)
+					return
+				}
+			}
+		}
+	}
+	if ok && c.indexed {
+		c.at[k] = len(c.out)
+	}
+	c.out, c.keys, c.epochs = append(c.out, *w), append(c.keys, k), append(c.epochs, c.epoch)
 }
 
 // groupCoalescer coalesces the user writes of one group after another into
 // one growing slice: the writes of every group of a pipeline stay where they
 // are until reset (the script arguments point into them).
 type groupCoalescer struct {
-	flat, slab []projections.Write
-	big        *coalescer
+	slab []projections.Write
+	c    *coalescer
 }
 
 // reset forgets the writes of the groups so far (their pipeline was sent).
@@ -199,24 +178,16 @@ func (gc *groupCoalescer) of(g []*Item) []projections.Write {
 	for _, it := range g {
 		n += len(it.user)
 	}
-	start := len(gc.slab)
-	if n <= smallGroup {
-		gc.flat = gc.flat[:0]
-		for _, it := range g {
-			gc.flat = append(gc.flat, it.user...)
-		}
-		gc.slab = appendCoalesced(gc.slab, gc.flat)
-		return gc.slab[start:]
+	if gc.c == nil {
+		gc.c = newCoalescer(n)
 	}
-	if gc.big == nil {
-		gc.big = newCoalescer(n)
-	}
-	gc.big.reset()
+	gc.c.reset(n)
 	for _, it := range g {
 		for i := range it.user {
-			gc.big.add(&it.user[i])
+			gc.c.add(&it.user[i])
 		}
 	}
-	gc.slab = append(gc.slab, gc.big.out...)
+	start := len(gc.slab)
+	gc.slab = append(gc.slab, gc.c.out...)
 	return gc.slab[start:]
 }

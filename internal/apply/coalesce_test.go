@@ -18,9 +18,11 @@ func TestCoalesceMergesOnlyWhereSafe(t *testing.T) {
 		{Kind: p.ZIncrBy, Key: "z", Member: "m", Delta: 3},
 		{Kind: p.SetValue, Key: "doc", Value: "x"},
 		{Kind: p.SetValue, Key: "doc", Value: "x"},
+		{Kind: p.SAdd, Key: "reg", Member: "k"},
+		{Kind: p.SAdd, Key: "reg", Member: "k"},
 	}
 	out := Coalesce(in)
-	if len(out) != 6 {
+	if len(out) != 7 {
 		t.Fatalf("got %d writes: %+v", len(out), out)
 	}
 	if out[0].Delta != 5 || out[0].ExpireAt != 9 {
@@ -34,5 +36,11 @@ func TestCoalesceMergesOnlyWhereSafe(t *testing.T) {
 	}
 	if out[3].Kind != p.ZRemUpTo || out[4].Kind != p.ZAddMax || out[4].Score != 11 {
 		t.Errorf("the barrier must keep the later zadd after it: %+v", out[3:5])
+	}
+	// a value set again after another value is the last one: nothing is dropped
+	docs := Coalesce([]p.Write{{Kind: p.SetValue, Key: "doc", Value: "x"}, {Kind: p.SetValue, Key: "doc", Value: "y"},
+		{Kind: p.SetValue, Key: "doc", Value: "x"}, {Kind: p.SetValue, Key: "doc", Value: "x"}})
+	if len(docs) != 3 || docs[2].Value != "x" {
+		t.Errorf("SetValue x, y, x, x coalesced to %+v, want x, y, x", docs)
 	}
 }
