@@ -36,37 +36,26 @@ type Selection struct {
 // Records without a marker (expired) are deduplicated in memory across the
 // batches of the replay.
 type CheckOnly struct {
-	c     *apply.Core
-	wmKey string
-	seen  unmarked
+	base
+	seen unmarked
 }
 
 // NewCheckOnly returns a CheckOnly writing through rdb.
 func NewCheckOnly(rdb redis.UniversalClient, planner *projections.Planner, opts apply.Options, sel Selection) *CheckOnly {
-	return &CheckOnly{c: apply.NewCore(rdb, planner, opts, sel.Only), wmKey: sel.WatermarkKey, seen: unmarked{}}
+	return &CheckOnly{base: newBase(rdb, planner, opts, sel), seen: unmarked{}}
 }
-
-// LoadScript loads the apply script on every server.
-func (a *CheckOnly) LoadScript(ctx context.Context) error { return a.c.LoadScript(ctx) }
 
 // Apply applies the global writes of a batch's records that were not
 // applied before, guarded by the replayer's watermarks.
 func (a *CheckOnly) Apply(ctx context.Context, recs []apply.Record, ranges []apply.Range) (apply.Result, error) {
-	b, release, err := a.c.PlanAfter(ctx, recs, ranges, a.wmKey)
-	if err != nil {
-		return *b.Result(), err
-	}
+	b, markers, release, err := a.planMarked(ctx, recs, ranges)
 	defer release()
-	markers, err := a.c.ReadMarkers(ctx, b.Items())
 	if err != nil {
 		return *b.Result(), err
 	}
 	res := b.Result()
 	for i, it := range b.Items() {
 		m := markers[i]
-		if m != "" && !it.NamesRecord(m) {
-			it.Adopt(m, res)
-		}
 		switch {
 		case m == "" && a.seen.duplicate(it), m != "" && (!it.NamesRecord(m) || a.seen.other(it)):
 			res.Outcomes[it.Index()] = apply.Duplicate
@@ -76,6 +65,41 @@ func (a *CheckOnly) Apply(ctx context.Context, recs []apply.Record, ranges []app
 	}
 	err = a.c.ApplyGlobal(ctx, b, a.wmKey)
 	return *res, err
+}
+
+// base is what both appliers share: the engine's steps and the replayer's
+// watermarks.
+type base struct {
+	c     *apply.Core
+	wmKey string
+}
+
+func newBase(rdb redis.UniversalClient, planner *projections.Planner, opts apply.Options, sel Selection) base {
+	return base{c: apply.NewCore(rdb, planner, opts, sel.Only), wmKey: sel.WatermarkKey}
+}
+
+// LoadScript loads the apply script on every server.
+func (a *base) LoadScript(ctx context.Context) error { return a.c.LoadScript(ctx) }
+
+// planMarked plans the records after the replayer's watermarks and reads
+// the origin each one's marker holds ("" when none); a record whose marker
+// names one of its in-batch copies becomes that copy (Item.Adopt). release
+// ends the plan (also after an error).
+func (a *base) planMarked(ctx context.Context, recs []apply.Record, ranges []apply.Range) (*apply.Batch, []string, func(), error) {
+	b, release, err := a.c.PlanAfter(ctx, recs, ranges, a.wmKey)
+	if err != nil {
+		return b, nil, func() {}, err
+	}
+	markers, err := a.c.ReadMarkers(ctx, b.Items())
+	if err != nil {
+		return b, nil, release, err
+	}
+	for i, it := range b.Items() {
+		if m := markers[i]; m != "" && !it.NamesRecord(m) {
+			it.Adopt(m, b.Result())
+		}
+	}
+	return b, markers, release, nil
 }
 
 // unmarked deduplicates in memory, across the batches of one replay, the

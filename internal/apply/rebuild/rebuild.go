@@ -41,15 +41,14 @@ const (
 //     marker with this rebuild's tag says it was applied before a crash.
 //   - A marker naming another record makes the record a duplicate.
 type Rebuilder struct {
-	c     *apply.Core
-	wmKey string
-	tag   string
-	mode  Mode
+	base
+	tag  string
+	mode Mode
 }
 
 // NewRebuilder returns a Rebuilder in mode writing through rdb.
 func NewRebuilder(rdb redis.UniversalClient, planner *projections.Planner, opts apply.Options, sel Selection, mode Mode) *Rebuilder {
-	return &Rebuilder{c: apply.NewCore(rdb, planner, opts, sel.Only), wmKey: sel.WatermarkKey, tag: sel.Tag, mode: mode}
+	return &Rebuilder{base: newBase(rdb, planner, opts, sel), tag: sel.Tag, mode: mode}
 }
 
 // fate is what a Rebuilder does with one record.
@@ -79,28 +78,18 @@ func (a *Rebuilder) fateOf(it *apply.Item, marker string) fate {
 	return fateGuarded
 }
 
-// LoadScript loads the apply script on every server.
-func (a *Rebuilder) LoadScript(ctx context.Context) error { return a.c.LoadScript(ctx) }
-
 // Apply applies the user writes of a batch's records as their markers say,
 // in one pipeline per run (see run), then (All) their global writes,
 // guarded by the replayer's watermarks.
 func (a *Rebuilder) Apply(ctx context.Context, recs []apply.Record, ranges []apply.Range) (apply.Result, error) {
-	b, release, err := a.c.PlanAfter(ctx, recs, ranges, a.wmKey)
-	if err != nil {
-		return *b.Result(), err
-	}
+	b, markers, release, err := a.planMarked(ctx, recs, ranges)
 	defer release()
-	markers, err := a.c.ReadMarkers(ctx, b.Items())
 	if err != nil {
 		return *b.Result(), err
 	}
 	res := b.Result()
 	runs := map[string][]run{}
 	for i, it := range b.Items() {
-		if m := markers[i]; m != "" && !it.NamesRecord(m) {
-			it.Adopt(m, res)
-		}
 		f := a.fateOf(it, markers[i])
 		switch f {
 		case fateDuplicate:
