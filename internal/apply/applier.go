@@ -96,7 +96,7 @@ func (a *Applier) apply(ctx context.Context, b *Batch, repair bool) (Result, err
 
 // phases applies a planned batch: the user phase, the global phase, the seal.
 func (a *Applier) phases(ctx context.Context, b *Batch) (Result, error) {
-	if err := a.applyUsers(ctx, b, wire.ModeUser); err != nil {
+	if err := a.applyUsers(ctx, b); err != nil {
 		return b.res, err
 	}
 	return b.res, a.globalAndSeal(ctx, b)

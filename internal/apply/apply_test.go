@@ -10,7 +10,6 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"projector/internal/apply/wire"
 	"projector/internal/testing/applyfix"
 	"projector/internal/testing/testredis"
 	"projector/pkg/events"
@@ -127,7 +126,7 @@ func TestApplyAfterCrashBetweenUserAndGlobal(t *testing.T) {
 	recs, ranges := batchAt(0, view("e1", "u1", "p1", ts), view("e2", "u2", "p1", ts))
 	b := newBatch(recs, ranges)
 	release := a.plan(b, nil)
-	err := a.applyUsers(ctx, b, wire.ModeUser)
+	err := a.applyUsers(ctx, b)
 	release()
 	if err != nil {
 		t.Fatal(err)

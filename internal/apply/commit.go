@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-
-	"projector/internal/apply/wire"
 )
 
 // Prepared is a batch that Prepare planned and Commit applies.
@@ -77,7 +75,7 @@ func (a *Applier) CommitUsers(ctx context.Context, p *Prepared) error {
 			return nil
 		}
 	}
-	return a.applyUsers(ctx, b, wire.ModeUser)
+	return a.applyUsers(ctx, b)
 }
 
 // CommitGlobal is the rest of Commit, after CommitUsers of the batch: the

@@ -21,11 +21,12 @@ const (
 	chunksInFlight = 3
 )
 
-// applyUsers runs one script call per user group of b in mode m (modeUser
-// or modeCheck), in concurrent pipelines of userChunk users (see applyUserChunk).
-func (c *Core) applyUsers(ctx context.Context, b *Batch, m wire.Mode) error {
+// applyUsers runs the user step of b's groups: script calls of one or
+// several users (see applyUserChunk), in concurrent pipelines of userChunk
+// users.
+func (c *Core) applyUsers(ctx context.Context, b *Batch) error {
 	if len(b.order) <= userChunk {
-		return c.applyUserChunk(ctx, b.groups, b.order, &b.res, m)
+		return c.applyUserChunk(ctx, b.groups, b.order, &b.res)
 	}
 	var (
 		wg    sync.WaitGroup
@@ -44,7 +45,7 @@ func (c *Core) applyUsers(ctx context.Context, b *Batch, m wire.Mode) error {
 		go func() {
 			defer func() { <-slots; wg.Done() }()
 			part := Result{Outcomes: b.res.Outcomes} // each record's outcome is written by its own chunk only
-			err := c.applyUserChunk(ctx, own, chunk, &part, m)
+			err := c.applyUserChunk(ctx, own, chunk, &part)
 			mu.Lock()
 			defer mu.Unlock()
 			b.res.Writes += part.Writes
@@ -65,7 +66,7 @@ func (c *Core) applyUsers(ctx context.Context, b *Batch, m wire.Mode) error {
 // replayer's user step for records without a marker (a Rebuilder's).
 func (c *Core) ApplyUsers(ctx context.Context, b *Batch, groups map[string][]*Item, order []string) error {
 	part := &Batch{groups: groups, order: order, res: Result{Outcomes: b.res.Outcomes}}
-	err := c.applyUsers(ctx, part, wire.ModeUser)
+	err := c.applyUsers(ctx, part)
 	b.res.Writes += part.res.Writes
 	b.res.UserCalls += part.res.UserCalls
 	return err
@@ -98,18 +99,14 @@ func (c *Core) ReadMarkers(ctx context.Context, items []*Item) ([]string, error)
 // most callRecords records (a user with more gets a call of its own), so
 // that no call blocks the server for long. A group whose
 // markers are found loses those events (duplicates, or redeliveries whose
-// user effects are already applied) and is tried again with the rest. In
-// modeCheck the calls carry no writes.
-func (c *Core) applyUserChunk(ctx context.Context, groups map[string][]*Item, order []string, res *Result, m wire.Mode) error {
+// user effects are already applied) and is tried again with the rest.
+func (c *Core) applyUserChunk(ctx context.Context, groups map[string][]*Item, order []string, res *Result) error {
 	pending := order
 	var gc groupCoalescer
 	for len(pending) > 0 {
 		gc.reset() // the writes of these calls stay put until they are sent
 		gc.reserve(groups, pending)
-		per := 1
-		if m == wire.ModeUser {
-			per = max(c.perCall, 1)
-		}
+		per := max(c.perCall, 1)
 		var next []string
 		var calls [][]any
 		var users [][]string // the users of each call
@@ -122,7 +119,7 @@ func (c *Core) applyUserChunk(ctx context.Context, groups map[string][]*Item, or
 			us := pending[start:end]
 			start = end
 			if len(us) == 1 {
-				calls = append(calls, c.userCall(groups[us[0]], m, &gc))
+				calls = append(calls, c.userCall(groups[us[0]], &gc))
 			} else {
 				calls = append(calls, c.usersCall(groups, us, &gc))
 			}
@@ -146,16 +143,13 @@ func (c *Core) applyUserChunk(ctx context.Context, groups map[string][]*Item, or
 	return nil
 }
 
-// userCall returns the call of one user group g in mode m: EVALSHA sha 1
-// key mode n markers... writes..., built in one slice that go-redis sends as
-// it is (pointers into g and gc: see script.start).
-func (c *Core) userCall(g []*Item, m wire.Mode, gc *groupCoalescer) []any {
-	var ws []projections.Write
-	if m == wire.ModeUser {
-		ws = gc.of(g)
-	}
+// userCall returns the call of one user group g: EVALSHA sha 1 key
+// ModeUser n markers... writes..., built in one slice that go-redis sends as
+// it is (pointers into g and gc: see wire.Script.Start).
+func (c *Core) userCall(g []*Item, gc *groupCoalescer) []any {
+	ws := gc.of(g)
 	call := c.script.Start(2+3+2*len(g)+wire.ArgCount(ws), &g[0].marker)
-	call = append(call, m.Arg(), len(g))
+	call = append(call, wire.ModeUser.Arg(), len(g))
 	call = appendMarkers(call, g)
 	return wire.AppendWrites(call, ws)
 }

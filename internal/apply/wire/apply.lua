@@ -4,11 +4,10 @@
 -- declares the MODE_*, KIND_*, REPLY_* values named here.
 -- KEYS[1]: a key of the slot (for routing).
 -- ARGV[1]: the mode. MODE_USER: idempotency markers guard the writes;
---   MODE_USERS: several users' MODE_USER calls in one; MODE_CHECK: like
---   MODE_USER but only checks the markers (sets none, writes nothing);
+--   MODE_USERS: several users' MODE_USER calls in one;
 --   MODE_GLOBAL: offset watermarks guard the writes; MODE_GLOBAL_GAPS: as
 --   MODE_GLOBAL, and a watermark below a range is a gap. Another mode is an error.
--- MODE_USER, MODE_CHECK: ARGV[2]=n, then the n markers in runs of one marker hash:
+-- MODE_USER: ARGV[2]=n, then the n markers in runs of one marker hash:
 --   markerKey, expireAtMs, count, then count x (eventId, origin).
 --   If any marker exists, nothing is written and {REPLY_FOUND, i1, v1, i2, v2, ...}
 --   is returned (i: 1-based marker index, v: stored origin). Otherwise all markers
@@ -59,13 +58,12 @@ local function bump(k, at, slide)
   end
 end
 
--- setMarkers sets the n markers whose runs start at ARGV[i] (with check it
--- only looks them up, sets none and moves nothing). HSETNX sets a
+-- setMarkers sets the n markers whose runs start at ARGV[i]. HSETNX sets a
 -- missing marker and reports an existing one in one call; when any existed,
 -- the markers set here are deleted again and {i1, v1, ...} is returned (as
 -- in REPLY_FOUND), else nil and the marker hashes' expiry is moved. The
 -- second result is the index after the runs.
-local function setMarkers(i, n, check)
+local function setMarkers(i, n)
   local found = nil
   local b = i
   local j = 0
@@ -75,9 +73,7 @@ local function setMarkers(i, n, check)
     for _ = 1, cnt do
       j = j + 1
       local v = nil
-      if check then
-        v = redis.call('HGET', key, ARGV[i])
-      elseif redis.call('HSETNX', key, ARGV[i], ARGV[i + 1]) == 0 then
+      if redis.call('HSETNX', key, ARGV[i], ARGV[i + 1]) == 0 then
         v = redis.call('HGET', key, ARGV[i])
       end
       if v then
@@ -87,9 +83,6 @@ local function setMarkers(i, n, check)
       end
       i = i + 2
     end
-  end
-  if check then
-    return found, i
   end
   -- the runs again: undo them when a marker existed, else move the marker
   -- hashes' expiry
@@ -325,15 +318,8 @@ local function expire()
   end
 end
 
-if mode == MODE_CHECK then
-  local found = setMarkers(3, tonumber(ARGV[2]), true)
-  if found then
-    table.insert(found, 1, REPLY_FOUND)
-    return found
-  end
-  return {REPLY_APPLIED, 0}
-elseif mode == MODE_USER then
-  local found, i = setMarkers(3, tonumber(ARGV[2]), false)
+if mode == MODE_USER then
+  local found, i = setMarkers(3, tonumber(ARGV[2]))
   if found then
     table.insert(found, 1, REPLY_FOUND)
     return found
@@ -346,7 +332,7 @@ elseif mode == MODE_USERS then
   local applied = 0
   local out = nil
   for u = 1, tonumber(ARGV[2]) do
-    local found, p = setMarkers(i + 1, tonumber(ARGV[i]), false)
+    local found, p = setMarkers(i + 1, tonumber(ARGV[i]))
     local stop = p + tonumber(ARGV[p])
     if found then
       out = out or {REPLY_PARTIAL, 0}

@@ -35,8 +35,6 @@ const (
 	// server: the keys of a call need not share a slot); each user's
 	// markers guard only that user's writes.
 	ModeUsers Mode = "U"
-	// ModeCheck: the markers are only read; nothing is set or written.
-	ModeCheck Mode = "c"
 	// ModeGlobal: the partitions' watermarks guard the global writes and
 	// move to the end of the batch's ranges.
 	ModeGlobal Mode = "g"
@@ -53,7 +51,7 @@ func (m Mode) Arg() any { return string(m) }
 var modes = []struct {
 	lua string
 	m   Mode
-}{{"MODE_USER", ModeUser}, {"MODE_USERS", ModeUsers}, {"MODE_CHECK", ModeCheck}, {"MODE_GLOBAL", ModeGlobal}, {"MODE_GLOBAL_GAPS", ModeGlobalGaps}}
+}{{"MODE_USER", ModeUser}, {"MODE_USERS", ModeUsers}, {"MODE_GLOBAL", ModeGlobal}, {"MODE_GLOBAL_GAPS", ModeGlobalGaps}}
 
 // ReplyCode is the first element of every reply of the apply and seal scripts.
 type ReplyCode int64
