@@ -18,8 +18,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -67,6 +69,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.LiveRounds, "live-rounds", 1, "rounds of both consumers' steady-rate phases, alternating (the summary takes medians over them)")
 	skipPeer := fs.Bool("skip-peer", false, "leave out the peer (the pipelined at-least-once consumer)")
 	fs.BoolVar(&cfg.SkipReplay, "skip-replay", false, "leave out the replay phase")
+	fs.BoolVar(&cfg.SkipBrokerShares, "skip-broker-shares", false, "leave out the broker-share phase (the broker's CPU and fetch requests with the load generator alone and with each reader of the log, the Java console consumer among them)")
 	fs.IntVar(&cfg.ProfileSeconds, "profile", 0, "take CPU profiles of the consumer and the peer for this many seconds, of the backlog and of each live phase (saved in -dir as <name>.pprof, <name>-live<rate>.pprof), and of the whole replay (replayer.pprof)")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for servers, binaries, logs and profiles (default: a new temporary one)")
 	fs.StringVar(&cfg.Repo, "repo", ".", "the projector repository")
@@ -149,11 +152,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	printLive(stdout, "consumer", res.Live)
 	printLive(stdout, "peer", res.PeerLive)
+	printShares(stdout, res)
 	for i, m := range res.Machine {
 		fmt.Fprintf(stdout, "%v (%s)\n", m, [2]string{"start", "end"}[i])
 	}
 	fmt.Fprintln(stdout, res.Line())
 	return 0
+}
+
+// printShares prints the broker-share phase: per rate and reader the
+// broker's CPU per event, what the reader adds to the load generator's
+// alone, and the fetch requests per second; then each consumer's whole live
+// cost per event (Redis + its own CPU + the broker CPU it causes).
+func printShares(w io.Writer, res bench.Result) {
+	rates := map[int]bool{}
+	for _, s := range res.Shares {
+		fmt.Fprintf(w, "broker %d ev/s, %-8s: %6.2f us/ev (+%.2f caused), %5.0f fetch requests/s\n",
+			s.Rate, s.Reader, s.BrokerCPU, res.BrokerCaused(s.Reader, s.Rate), s.Fetches)
+		rates[s.Rate] = true
+	}
+	for _, rate := range slices.Sorted(maps.Keys(rates)) {
+		fmt.Fprintf(w, "live total %d ev/s (redis + consumer + broker caused): consumer %.2f us/ev, peer %.2f us/ev\n",
+			rate, res.LiveTotal(bench.ReaderConsumer, rate), res.LiveTotal(bench.ReaderPeer, rate))
+	}
 }
 
 // checkRedis rejects flag values of the measured deployment that cannot run,

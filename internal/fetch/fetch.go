@@ -40,8 +40,10 @@
 // offset, as kafka-go's Reader does; one past the end is waited on.
 //
 // Group is the consumer group member built on Readers: kafka-go's
-// ConsumerGroup for membership (join, sync, heartbeats, commits) and one
-// Reader per assigned partition.
+// ConsumerGroup for membership (join, sync, heartbeats, commits), and one
+// fetch request at a time per leader broker for all the assigned
+// partitions it leads (as the Java consumer fetches), each partition's
+// answer decoded by its Reader.
 package fetch
 
 import (
@@ -205,26 +207,38 @@ func (r *Reader) fetch(ctx context.Context) ([]kafka.Message, error) {
 			return nil, err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.opts.MaxWait+requestTimeout)
+	resp, err := roundTrip(ctx, r.opts, []*Reader{r})
+	if err != nil {
+		return nil, err
+	}
+	return r.take(ctx, resp)
+}
+
+// roundTrip sends one read_committed fetch request for the readers'
+// partitions, which must share a leader, at their offsets, and returns the
+// answer.
+func roundTrip(ctx context.Context, opts Options, readers []*Reader) (*fetchapi.Response, error) {
+	var topics []fetchapi.RequestTopic
+	for _, r := range readers {
+		p := fetchapi.RequestPartition{Partition: int32(r.partition), CurrentLeaderEpoch: -1, FetchOffset: r.offset,
+			LogStartOffset: -1, PartitionMaxBytes: int32(opts.MaxBytes)}
+		if k := len(topics) - 1; k >= 0 && topics[k].Topic == r.topic {
+			topics[k].Partitions = append(topics[k].Partitions, p)
+		} else {
+			topics = append(topics, fetchapi.RequestTopic{Topic: r.topic, Partitions: []fetchapi.RequestPartition{p}})
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.MaxWait+requestTimeout)
 	defer cancel()
-	res, err := r.opts.Transport.RoundTrip(ctx, r.opts.Addr, &fetchapi.Request{
+	res, err := opts.Transport.RoundTrip(ctx, opts.Addr, &fetchapi.Request{
 		ReplicaID:      -1,
-		MaxWaitTime:    int32(r.opts.MaxWait / time.Millisecond),
-		MinBytes:       int32(r.opts.MinBytes),
-		MaxBytes:       int32(r.opts.MaxBytes),
+		MaxWaitTime:    int32(opts.MaxWait / time.Millisecond),
+		MinBytes:       int32(opts.MinBytes),
+		MaxBytes:       int32(opts.MaxBytes * len(readers)),
 		IsolationLevel: readCommitted,
 		SessionID:      0,  // no fetch session:
 		SessionEpoch:   -1, // a full fetch every time
-		Topics: []fetchapi.RequestTopic{{
-			Topic: r.topic,
-			Partitions: []fetchapi.RequestPartition{{
-				Partition:          int32(r.partition),
-				CurrentLeaderEpoch: -1,
-				FetchOffset:        r.offset,
-				LogStartOffset:     -1,
-				PartitionMaxBytes:  int32(r.opts.MaxBytes),
-			}},
-		}},
+		Topics:         topics,
 	})
 	if err != nil {
 		return nil, err
@@ -236,6 +250,12 @@ func (r *Reader) fetch(ctx context.Context) ([]kafka.Message, error) {
 	if resp.ErrorCode != 0 {
 		return nil, kafka.Error(resp.ErrorCode)
 	}
+	return resp, nil
+}
+
+// take returns what resp holds for the Reader's partition and moves its
+// offset past it.
+func (r *Reader) take(ctx context.Context, resp *fetchapi.Response) ([]kafka.Message, error) {
 	p := r.find(resp)
 	if p == nil {
 		return nil, fmt.Errorf("fetch: the response lacks the partition")

@@ -144,28 +144,16 @@ func (g *Group) run() {
 		n := g.generation
 		g.mu.Unlock()
 		g.cfg.Fetch.logf("consumer group %s: generation %d, member %s, assigned %v", g.cfg.GroupID, gen.ID, gen.MemberID, gen.Assignments)
+		var readers []*Reader
 		for topic, parts := range gen.Assignments {
 			for _, a := range parts {
-				r := NewReader(g.cfg.Fetch, topic, a.ID, a.Offset)
-				gen.Start(func(ctx context.Context) { g.read(ctx, r, n) })
+				readers = append(readers, NewReader(g.cfg.Fetch, topic, a.ID, a.Offset))
 			}
 		}
+		if len(readers) > 0 {
+			gen.Start(func(ctx context.Context) { g.readAll(ctx, readers, n) })
+		}
 		gen.Start(func(ctx context.Context) { g.commitLoop(ctx, gen) })
-	}
-}
-
-// read passes r's messages on until ctx (the generation) ends.
-func (g *Group) read(ctx context.Context, r *Reader, generation int64) {
-	for {
-		m, err := r.Next(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		select {
-		case g.msgs <- delivery{generation: generation, msg: m, err: err}:
-		case <-ctx.Done():
-			return
-		}
 	}
 }
 

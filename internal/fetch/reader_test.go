@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	fetchapi "github.com/segmentio/kafka-go/protocol/fetch"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -332,4 +334,68 @@ func TestGroupRebalance(t *testing.T) {
 		t.Errorf("a0, committed by g1 before the rebalance, was read again: %v", got["a0"])
 	}
 	t.Logf("shared after %d rounds", i+1)
+}
+
+// countingTransport counts the fetch requests it sends and the partitions
+// each one asks for.
+type countingTransport struct {
+	kafka.RoundTripper
+	mu    sync.Mutex
+	sizes []int // partitions per fetch request, in order
+}
+
+func (c *countingTransport) RoundTrip(ctx context.Context, addr net.Addr, req kafka.Request) (kafka.Response, error) {
+	if f, ok := req.(*fetchapi.Request); ok {
+		n := 0
+		for _, t := range f.Topics {
+			n += len(t.Partitions)
+		}
+		c.mu.Lock()
+		c.sizes = append(c.sizes, n)
+		c.mu.Unlock()
+	}
+	return c.RoundTripper.RoundTrip(ctx, addr, req)
+}
+
+// TestGroupFetchesEveryPartitionInOneRequest: a member of 6 partitions on
+// one broker reads them all with one fetch request at a time, each asking
+// for every partition, and gets every record of each partition in order.
+func TestGroupFetchesEveryPartitionInOneRequest(t *testing.T) {
+	const parts = 6
+	brokers := cluster(t, parts)
+	plain := producer(t, brokers, "")
+	for p := range int32(parts) {
+		produce(t, plain, p, fmt.Sprintf("%d-0", p), fmt.Sprintf("%d-1", p))
+	}
+	opts := options(t, brokers)
+	ct := &countingTransport{RoundTripper: opts.Transport}
+	opts.Transport = ct
+	g := NewGroup(GroupConfig{Brokers: brokers, GroupID: "g", Topics: []string{"t"}, Fetch: opts,
+		HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second})
+	defer g.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	byPart := map[int][]string{}
+	for n := 0; n < 2*parts; n++ {
+		m, err := g.FetchMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byPart[m.Partition] = append(byPart[m.Partition], string(m.Value))
+	}
+	for p := range parts {
+		if want := []string{fmt.Sprintf("%d-0", p), fmt.Sprintf("%d-1", p)}; !slices.Equal(byPart[p], want) {
+			t.Errorf("partition %d: %q, want %q", p, byPart[p], want)
+		}
+	}
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	if len(ct.sizes) == 0 {
+		t.Fatal("no fetch request was counted")
+	}
+	for i, n := range ct.sizes {
+		if n != parts {
+			t.Errorf("fetch request %d asked for %d partitions, want all %d", i, n, parts)
+		}
+	}
 }

@@ -42,10 +42,15 @@ func TestResultLine(t *testing.T) {
 	}
 	r := Result{Consumer: Throughput{Rate: 52000.4, RedisCPU: 11.5, ConsumerCPU: 5.25}, Naive: 2600, Replay: 150000,
 		Peer:     Throughput{Rate: 40000, RedisCPU: 23, ConsumerCPU: 3.5},
-		Live:     []Live{{Rate: 10000, Latency: ms(1), RedisCPU: 30}, {Rate: 20000, Latency: ms(2)}},
-		PeerLive: []Live{{Rate: 10000, RedisCPU: 20}}}
+		Live:     []Live{{Rate: 10000, Latency: ms(1), RedisCPU: 30, ConsumerCPU: 10}, {Rate: 20000, Latency: ms(2)}},
+		PeerLive: []Live{{Rate: 10000, RedisCPU: 20, ConsumerCPU: 10}},
+		Shares: []BrokerShare{{Rate: 10000, Reader: ReaderNone, BrokerCPU: 10, Fetches: 100}, {Rate: 10000, Reader: ReaderConsumer, BrokerCPU: 14, Fetches: 400},
+			{Rate: 10000, Reader: ReaderPeer, BrokerCPU: 20, Fetches: 900}, {Rate: 10000, Reader: ReaderJava, BrokerCPU: 12, Fetches: 150},
+			{Rate: 20000, Reader: ReaderNone, BrokerCPU: 9}, {Rate: 20000, Reader: ReaderConsumer, BrokerCPU: 99}}}
+	// live totals: projector 30 + 10 + (14 - 10) = 44, the peer 20 + 10 + (20 - 10) = 40
 	want := "bench: consumer=52000 ev/s naive=2600 ev/s ratio=20.0 redis_cpu=11.50/ev consumer_cpu=5.25/ev replay=150000 ev/s p50=51.0ms p99=100.0ms" +
-		" peer=40000 ev/s live_redis_ratio=1.50 backlog_redis_ratio=0.50 backlog_consumer_ratio=1.50 backlog_speedup=1.30 replay_ratio=2.88 p99_20k=200.0ms"
+		" peer=40000 ev/s live_redis_ratio=1.50 backlog_redis_ratio=0.50 backlog_consumer_ratio=1.50 backlog_speedup=1.30 replay_ratio=2.88 p99_20k=200.0ms" +
+		" broker_consumer=4.00/ev broker_java=2.00/ev fetch_consumer=300 fetch_java=50 live_total_ratio=1.10"
 	if got := r.Line(); got != want {
 		t.Errorf("line:\n%s\nwant:\n%s", got, want)
 	}
@@ -82,7 +87,8 @@ func TestParseLine(t *testing.T) {
 	}
 	want := map[string]float64{"consumer": 50000, "naive": 0, "ratio": 0, "redis_cpu": 12, "consumer_cpu": 6, "replay": 100000,
 		"p50": 40, "p99": 40, "peer": 25000, "live_redis_ratio": 1.5, "backlog_redis_ratio": 0.5, "backlog_consumer_ratio": 1.5,
-		"backlog_speedup": 2, "replay_ratio": 2, "p99_20k": 90}
+		"backlog_speedup": 2, "replay_ratio": 2, "p99_20k": 90, "broker_consumer": 0, "broker_java": 0, "fetch_consumer": 0,
+		"fetch_java": 0, "live_total_ratio": 1.5}
 	if len(got) != len(SummaryFields) {
 		t.Errorf("%d fields, want %d", len(got), len(SummaryFields))
 	}
@@ -175,5 +181,26 @@ func TestLiveTrafficIdsAreNew(t *testing.T) {
 	for round := 1; round <= 3; round++ {
 		take(fmt.Sprintf("live 10000 round %d", round), liveSeed(10_000, round))
 		take(fmt.Sprintf("live 20000 round %d", round), liveSeed(20_000, round))
+	}
+}
+
+// TestParseJmxLine reads JmxTool's csv report lines: the header and other
+// lines are not readings.
+func TestParseJmxLine(t *testing.T) {
+	for line, want := range map[string]struct {
+		ms    int64
+		count float64
+		ok    bool
+	}{
+		`"time","kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Fetch:Count"`: {},
+		`1796328000123,4521`:   {1796328000123, 4521, true},
+		`"1796328000123","17"`: {1796328000123, 17, true},
+		`Trying to connect to JMX url: service:jmx:rmi:///jndi/rmi://127.0.0.1:9999/jmxrmi.`: {},
+		`1796328000123,x`: {},
+	} {
+		ms, count, ok := parseJmxLine(line)
+		if ok != want.ok || (ok && (ms != want.ms || count != want.count)) {
+			t.Errorf("parseJmxLine(%q) = %d, %v, %v; want %d, %v, %v", line, ms, count, ok, want.ms, want.count, want.ok)
+		}
 	}
 }

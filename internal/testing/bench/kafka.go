@@ -20,6 +20,10 @@ type Kafka struct {
 	script string
 	dir    string
 	addr   string
+	// lib holds the distribution's jars (its tools run from there);
+	// jmxPort is the broker's JMX port on 127.0.0.1.
+	lib     string
+	jmxPort int
 }
 
 // StartKafka starts a fresh single-node broker (data under dir) through the
@@ -33,10 +37,27 @@ func StartKafka(ctx context.Context, repo, dir string) (*Kafka, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &Kafka{script: filepath.Join(repo, "scripts/testenv/kafka.sh"), dir: filepath.Join(dir, "kafka")}
+	jmx, err := freePort(false)
+	if err != nil {
+		return nil, err
+	}
+	testenv := os.Getenv("PROJECTOR_TESTENV_DIR")
+	if testenv == "" {
+		testenv = filepath.Join(repo, ".testenv")
+	}
+	k := &Kafka{script: filepath.Join(repo, "scripts/testenv/kafka.sh"), dir: filepath.Join(dir, "kafka"),
+		lib: filepath.Join(testenv, "kafka", "lib"), jmxPort: jmx}
 	cmd := exec.CommandContext(ctx, k.script, "start", "--port", strconv.Itoa(port), "--controller-port", strconv.Itoa(cport),
 		"--data", k.dir, "--heap", "1g", "--owner-pid", strconv.Itoa(os.Getpid()),
 		"--prop", "auto.create.topics.enable=false")
+	// The JIT's full tiers, as a production broker runs (the test brokers
+	// stop at C1 to start fast), and JMX on loopback only, for the broker's
+	// request metrics (fetchWatch).
+	cmd.Env = append(os.Environ(), "PROJECTOR_KAFKA_JVM_OPTS="+strings.Join([]string{"-XX:TieredStopAtLevel=4",
+		os.Getenv("PROJECTOR_KAFKA_JVM_OPTS"), "-Dcom.sun.management.jmxremote", "-Dcom.sun.management.jmxremote.port=" + strconv.Itoa(jmx),
+		"-Dcom.sun.management.jmxremote.rmi.port=" + strconv.Itoa(jmx), "-Dcom.sun.management.jmxremote.host=127.0.0.1",
+		"-Djava.rmi.server.hostname=127.0.0.1", "-Dcom.sun.management.jmxremote.authenticate=false",
+		"-Dcom.sun.management.jmxremote.ssl=false"}, " "))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -111,4 +132,22 @@ func (k *Kafka) Lag(ctx context.Context, group string, topics []string) (int64, 
 		return 0, err
 	}
 	return kafkalag.Total(ps), nil
+}
+
+// GroupMembers returns how many members the group has now.
+func (k *Kafka) GroupMembers(ctx context.Context, group string) (int, error) {
+	client := &kafka.Client{Addr: kafka.TCP(k.addr), Timeout: 10 * time.Second}
+	res, err := client.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
+	if err != nil {
+		return 0, fmt.Errorf("describe group %s: %w", group, err)
+	}
+	for _, g := range res.Groups {
+		if g.GroupID == group {
+			if g.Error != nil {
+				return 0, fmt.Errorf("describe group %s: %w", group, g.Error)
+			}
+			return len(g.Members), nil
+		}
+	}
+	return 0, nil
 }

@@ -86,50 +86,30 @@ func MeasureLatency(ctx context.Context, p *kgo.Client, rdb redis.UniversalClien
 			}
 		})
 	}()
-	gc := gen.DefaultConfig()
-	gc.Seed, gc.Users, gc.Products = liveSeed(cfg.Rate, cfg.Round), cfg.Users, cfg.Products
-	g := gen.New(gc)
 	start := time.Now()
 	// Marker ids are unique per phase: a consumer with exactly-once would
 	// drop another phase's ids as duplicates.
 	phase := "lat-" + strconv.FormatInt(start.UnixMilli(), 36) + "-"
-	var sent, markers int64
-	var errMu sync.Mutex
-	var failure error
-	done := func(_ *kgo.Record, err error) {
+	var markers int64
+	err = producePaced(ctx, p, cfg, func(now time.Time, el time.Duration) error {
+		if el < time.Duration(markers)*markerEvery {
+			return nil
+		}
+		markers++
+		ts := now.UnixMilli()
+		v, err := events.Encode(events.Event{ID: phase + strconv.FormatInt(markers, 10), Type: events.View, TS: ts,
+			UserID: markerUser, ProductID: "m" + strconv.FormatInt(markers, 10), Device: "-", StoreID: "-"})
 		if err != nil {
-			errMu.Lock()
-			failure = err
-			errMu.Unlock()
+			return fmt.Errorf("encode marker: %w", err)
 		}
-	}
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for now := range tick.C {
-		el := now.Sub(start)
-		if el >= cfg.Duration {
-			break
-		}
-		for target := int64(el.Seconds() * float64(cfg.Rate)); sent < target; sent++ {
-			r := g.Next(now)
-			p.Produce(ctx, &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value}, done)
-		}
-		if el >= time.Duration(markers)*markerEvery {
-			markers++
-			ts := now.UnixMilli()
-			v, err := events.Encode(events.Event{ID: phase + strconv.FormatInt(markers, 10), Type: events.View, TS: ts,
-				UserID: markerUser, ProductID: "m" + strconv.FormatInt(markers, 10), Device: "-", StoreID: "-"})
-			if err != nil {
-				return nil, 0, fmt.Errorf("encode marker: %w", err)
-			}
-			mu.Lock()
-			pending = append(pending, marker{ts: ts, sent: time.Now(), count: el >= cfg.Warmup})
-			mu.Unlock()
-			p.Produce(ctx, &kgo.Record{Topic: Topics[0], Key: []byte(markerUser), Value: v}, done)
-		}
-	}
-	if err := p.Flush(ctx); err != nil {
-		return nil, 0, fmt.Errorf("flush: %w", err)
+		mu.Lock()
+		pending = append(pending, marker{ts: ts, sent: time.Now(), count: el >= cfg.Warmup})
+		mu.Unlock()
+		p.Produce(ctx, &kgo.Record{Topic: Topics[0], Key: []byte(markerUser), Value: v}, nil)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -145,11 +125,6 @@ func MeasureLatency(ctx context.Context, p *kgo.Client, rdb redis.UniversalClien
 	if err := <-polled; err != nil {
 		return nil, 0, err
 	}
-	errMu.Lock()
-	defer errMu.Unlock()
-	if failure != nil {
-		return nil, 0, fmt.Errorf("produce: %w", failure)
-	}
 	mu.Lock()
 	defer mu.Unlock()
 	now := time.Now()
@@ -161,6 +136,55 @@ func MeasureLatency(ctx context.Context, p *kgo.Client, rdb redis.UniversalClien
 	}
 	slices.Sort(out)
 	return out, unseen, nil
+}
+
+// producePaced produces generated traffic (seeded by rate and round, with
+// event times at the clock) at cfg.Rate for cfg.Duration, calling each,
+// when not nil, every millisecond with the time and the time elapsed, and
+// waits until Kafka acknowledged every record.
+func producePaced(ctx context.Context, p *kgo.Client, cfg LatencyConfig, each func(now time.Time, el time.Duration) error) error {
+	gc := gen.DefaultConfig()
+	gc.Seed, gc.Users, gc.Products = liveSeed(cfg.Rate, cfg.Round), cfg.Users, cfg.Products
+	g := gen.New(gc)
+	var (
+		errMu   sync.Mutex
+		failure error
+	)
+	done := func(_ *kgo.Record, err error) {
+		if err != nil {
+			errMu.Lock()
+			failure = err
+			errMu.Unlock()
+		}
+	}
+	start := time.Now()
+	var sent int64
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for now := range tick.C {
+		el := now.Sub(start)
+		if el >= cfg.Duration || ctx.Err() != nil {
+			break
+		}
+		for target := int64(el.Seconds() * float64(cfg.Rate)); sent < target; sent++ {
+			r := g.Next(now)
+			p.Produce(ctx, &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value}, done)
+		}
+		if each != nil {
+			if err := each(now, el); err != nil {
+				return err
+			}
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	errMu.Lock()
+	defer errMu.Unlock()
+	if failure != nil {
+		return fmt.Errorf("produce: %w", failure)
+	}
+	return nil
 }
 
 // poll reads the highest score of key every millisecond and reports it.

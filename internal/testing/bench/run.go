@@ -50,6 +50,8 @@ type Config struct {
 	// --parallel=N, ReplayRounds times over (interleaved).
 	ReplayParallel []int
 	ReplayRounds   int
+	// SkipBrokerShares leaves out the broker-share phase (brokerShares).
+	SkipBrokerShares bool
 	// ProfileSeconds > 0 takes CPU profiles of the consumer and the peer for
 	// that long in the backlog (Dir/<name>.pprof) and in each live phase
 	// (Dir/<name>-live<rate>.pprof), and of the whole replay (Dir/replayer.pprof).
@@ -70,6 +72,9 @@ type Result struct {
 	// Live and PeerLive are the steady-rate phases (Latency.Rate, then
 	// HighRate) of projector's consumer and of the peer.
 	Live, PeerLive []Live
+	// Shares are the broker-share phase's windows: at each steady rate, the
+	// load generator alone, then with each reader of the log.
+	Shares []BrokerShare
 	// Machine is the machine's speed at the run's start and end.
 	Machine [2]Calibration
 }

@@ -74,6 +74,56 @@ func redisRatio(own, peer []Live) float64 {
 	return median(xs)
 }
 
+// share returns the broker-share window of reader at rate (false: none).
+func (r Result) share(reader string, rate int) (BrokerShare, bool) {
+	for _, s := range r.Shares {
+		if s.Reader == reader && s.Rate == rate {
+			return s, true
+		}
+	}
+	return BrokerShare{}, false
+}
+
+// BrokerCaused returns the broker CPU per event that reader causes at rate:
+// its window's minus the load generator's alone (0 without both windows).
+func (r Result) BrokerCaused(reader string, rate int) float64 {
+	s, ok := r.share(reader, rate)
+	none, okNone := r.share(ReaderNone, rate)
+	if !ok || !okNone {
+		return 0
+	}
+	return s.BrokerCPU - none.BrokerCPU
+}
+
+// fetches returns the fetch requests per second of reader's window at rate
+// beyond the load generator's alone (0 without both windows).
+func (r Result) fetches(reader string, rate int) float64 {
+	s, ok := r.share(reader, rate)
+	none, okNone := r.share(ReaderNone, rate)
+	if !ok || !okNone {
+		return 0
+	}
+	return s.Fetches - none.Fetches
+}
+
+// LiveTotal returns a consumer's whole live cost per event at rate: the
+// median over the rounds of its Redis and its own CPU per event, plus the
+// broker CPU it causes (BrokerCaused).
+func (r Result) LiveTotal(reader string, rate int) float64 {
+	lives := atRate(r.Live, rate)
+	if reader == ReaderPeer {
+		lives = atRate(r.PeerLive, rate)
+	}
+	if len(lives) == 0 {
+		return 0
+	}
+	xs := make([]float64, len(lives))
+	for i, l := range lives {
+		xs[i] = l.RedisCPU + l.ConsumerCPU
+	}
+	return median(xs) + r.BrokerCaused(reader, rate)
+}
+
 // Line is the benchmark's one-line summary: projector's backlog figures,
 // the naive baseline, the replay, the latency at the first steady rate
 // (p50, p99), then the peer's backlog throughput and the projector/peer
@@ -83,23 +133,32 @@ func redisRatio(own, peer []Live) float64 {
 // throughput, and the p99 at the second steady rate (p99_20k). With several
 // rounds of steady-rate phases (Config.LiveRounds) the latencies and
 // live_redis_ratio are medians over the rounds, each round's ratio from the
-// two consumers' phases of that round. A ratio whose phase was left out is 0.
+// two consumers' phases of that round. Then, from the broker-share phase at
+// the first steady rate: the broker CPU per event projector's consumer and
+// the Java console consumer cause (broker_consumer, broker_java), the fetch
+// requests per second they add (fetch_consumer, fetch_java), and the whole
+// live cost per event, Redis + consumer + broker, of projector over the
+// peer's (live_total_ratio). A figure whose phase was left out is 0.
 func (r Result) Line() string {
 	ms := func(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
 	loRate, hiRate := r.rates()
 	lo, hi, peerLo := atRate(r.Live, loRate), atRate(r.Live, hiRate), atRate(r.PeerLive, loRate)
 	return fmt.Sprintf("bench: consumer=%.0f ev/s naive=%.0f ev/s ratio=%.1f redis_cpu=%.2f/ev consumer_cpu=%.2f/ev replay=%.0f ev/s p50=%sms p99=%sms"+
-		" peer=%.0f ev/s live_redis_ratio=%.2f backlog_redis_ratio=%.2f backlog_consumer_ratio=%.2f backlog_speedup=%.2f replay_ratio=%.2f p99_20k=%sms",
+		" peer=%.0f ev/s live_redis_ratio=%.2f backlog_redis_ratio=%.2f backlog_consumer_ratio=%.2f backlog_speedup=%.2f replay_ratio=%.2f p99_20k=%sms"+
+		" broker_consumer=%.2f/ev broker_java=%.2f/ev fetch_consumer=%.0f fetch_java=%.0f live_total_ratio=%.2f",
 		r.Consumer.Rate, r.Naive, r.Ratio(), r.Consumer.RedisCPU, r.Consumer.ConsumerCPU, r.Replay,
 		ms(quantileMs(lo, 0.5)), ms(quantileMs(lo, 0.99)),
 		r.Peer.Rate, redisRatio(lo, peerLo), ratio(r.Consumer.RedisCPU, r.Peer.RedisCPU),
 		ratio(r.Consumer.ConsumerCPU, r.Peer.ConsumerCPU), ratio(r.Consumer.Rate, r.Peer.Rate), ratio(r.Replay, r.Consumer.Rate),
-		ms(quantileMs(hi, 0.99)))
+		ms(quantileMs(hi, 0.99)),
+		r.BrokerCaused(ReaderConsumer, loRate), r.BrokerCaused(ReaderJava, loRate), r.fetches(ReaderConsumer, loRate), r.fetches(ReaderJava, loRate),
+		ratio(r.LiveTotal(ReaderConsumer, loRate), r.LiveTotal(ReaderPeer, loRate)))
 }
 
 // SummaryFields are the fields of Line, in order.
 var SummaryFields = []string{"consumer", "naive", "ratio", "redis_cpu", "consumer_cpu", "replay", "p50", "p99",
-	"peer", "live_redis_ratio", "backlog_redis_ratio", "backlog_consumer_ratio", "backlog_speedup", "replay_ratio", "p99_20k"}
+	"peer", "live_redis_ratio", "backlog_redis_ratio", "backlog_consumer_ratio", "backlog_speedup", "replay_ratio", "p99_20k",
+	"broker_consumer", "broker_java", "fetch_consumer", "fetch_java", "live_total_ratio"}
 
 // ParseLine reads a summary line (Line) into its numeric fields, units
 // ("ev/s", "/ev", "ms") left out, so that runs can be compared by a script.
