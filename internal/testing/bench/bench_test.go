@@ -184,23 +184,22 @@ func TestLiveTrafficIdsAreNew(t *testing.T) {
 	}
 }
 
-// TestParseJmxLine reads JmxTool's csv report lines: the header and other
-// lines are not readings.
-func TestParseJmxLine(t *testing.T) {
-	for line, want := range map[string]struct {
-		ms    int64
-		count float64
-		ok    bool
-	}{
-		`"time","kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Fetch:Count"`: {},
-		`1796328000123,4521`:   {1796328000123, 4521, true},
-		`"1796328000123","17"`: {1796328000123, 17, true},
-		`Trying to connect to JMX url: service:jmx:rmi:///jndi/rmi://127.0.0.1:9999/jmxrmi.`: {},
-		`1796328000123,x`: {},
-	} {
-		ms, count, ok := parseJmxLine(line)
-		if ok != want.ok || (ok && (ms != want.ms || count != want.count)) {
-			t.Errorf("parseJmxLine(%q) = %d, %v, %v; want %d, %v, %v", line, ms, count, ok, want.ms, want.count, want.ok)
-		}
+// TestParseJmxReport reads JmxTool's one-time csv report: the time, and
+// the counts of every matching object summed.
+func TestParseJmxReport(t *testing.T) {
+	out := "Trying to connect to JMX url: service:jmx:rmi:///jndi/rmi://127.0.0.1:9999/jmxrmi\n" +
+		"time,\"1796649445810\"\n" +
+		"kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Fetch,version=11:Count,\"40\"\n" +
+		"kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Fetch,version=17:Count,\"2\"\n"
+	if ms, count, ok := parseJmxReport(out); !ok || ms != 1796649445810 || count != 42 {
+		t.Errorf("parseJmxReport = %d, %v, %v; want 1796649445810, 42, true", ms, count, ok)
+	}
+	// no fetch yet: no object matches, the count is 0
+	none := "time,\"1796649445810\"\nNo matched attributes for the queried objects [x].\n"
+	if _, count, ok := parseJmxReport(none); !ok || count != 0 {
+		t.Errorf("no objects: count %v, ok %v; want 0, true", count, ok)
+	}
+	if _, _, ok := parseJmxReport("Could not connect\n"); ok {
+		t.Error("a report without its time must not be ok")
 	}
 }

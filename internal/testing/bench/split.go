@@ -1,8 +1,8 @@
 package bench
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -57,11 +56,6 @@ func (s BrokerShare) String() string {
 // console consumer reading the live log, one at a time. Each reader starts
 // caught up with the log and reads it for the whole window.
 func (e *env) brokerShares(ctx context.Context, p *kgo.Client) ([]BrokerShare, error) {
-	jmx, err := e.kafka.watchFetches(ctx, filepath.Join(e.cfg.Dir, "jmx.log"))
-	if err != nil {
-		return nil, err
-	}
-	defer jmx.stop()
 	readers := []string{ReaderNone, ReaderConsumer}
 	if len(e.cfg.PeerCommand) > 0 {
 		readers = append(readers, ReaderPeer)
@@ -77,7 +71,7 @@ func (e *env) brokerShares(ctx context.Context, p *kgo.Client) ([]BrokerShare, e
 			if rate <= 0 {
 				continue
 			}
-			s, err := e.brokerWindow(ctx, p, jmx, reader, rate)
+			s, err := e.brokerWindow(ctx, p, reader, rate)
 			if err != nil {
 				stop()
 				return out, err
@@ -158,165 +152,114 @@ func (e *env) startJava(ctx context.Context) (func(), error) {
 }
 
 // brokerWindow produces at rate for the latency phase's duration and
-// measures the broker over that window, after its warm-up.
-func (e *env) brokerWindow(ctx context.Context, p *kgo.Client, jmx *fetchWatch, reader string, rate int) (BrokerShare, error) {
+// measures the broker over that window, after its warm-up: its CPU between
+// the window's ends, and its count of fetch requests read over JMX at the
+// window's start and a second before its end.
+func (e *env) brokerWindow(ctx context.Context, p *kgo.Client, reader string, rate int) (BrokerShare, error) {
 	s := BrokerShare{Rate: rate, Reader: reader}
 	lc := e.cfg.Latency
 	lc.Rate, lc.Round = rate, e.round
-	type mark struct {
-		at      time.Time
-		cpu     float64
-		fetches float64
+	var (
+		cpu       [2]float64
+		at        [2]time.Time
+		readings  [2]chan fetchReading
+		markErr   error
+		nextMark  int
+		readLater = lc.Duration - time.Second
+	)
+	for i := range readings {
+		readings[i] = make(chan fetchReading, 1)
 	}
-	var marks []mark
-	var markErr error
-	take := func(now time.Time) {
-		cpu, err := e.kafka.CPUSeconds()
-		if err != nil {
-			markErr = err
-		}
-		marks = append(marks, mark{at: now, cpu: cpu})
+	read := func(i int) {
+		go func() { readings[i] <- e.kafka.fetchCount(ctx) }()
 	}
 	err := producePaced(ctx, p, lc, func(now time.Time, el time.Duration) error {
-		if len(marks) == 0 && el >= lc.Warmup {
-			take(now)
+		switch {
+		case nextMark == 0 && el >= lc.Warmup:
+			cpu[0], markErr = e.kafka.CPUSeconds()
+			at[0] = now
+			read(0)
+			nextMark++
+		case nextMark == 1 && el >= readLater:
+			read(1)
+			nextMark++
 		}
 		return markErr
 	})
 	if err != nil {
 		return s, err
 	}
-	take(time.Now())
-	if markErr != nil || len(marks) != 2 {
-		return s, fmt.Errorf("broker share: %v (%d samples)", markErr, len(marks))
+	if nextMark != 2 {
+		return s, fmt.Errorf("broker share: the window (%v) is shorter than its warm-up and a second", lc.Duration)
 	}
-	window := marks[1].at.Sub(marks[0].at)
+	if cpu[1], err = e.kafka.CPUSeconds(); err != nil {
+		return s, err
+	}
+	at[1] = time.Now()
+	window := at[1].Sub(at[0])
 	s.Events = float64(rate) * window.Seconds()
-	s.BrokerCPU = 1e6 * (marks[1].cpu - marks[0].cpu) / max(s.Events, 1)
-	f0, err := jmx.at(ctx, marks[0].at)
-	if err != nil {
-		return s, err
+	s.BrokerCPU = 1e6 * (cpu[1] - cpu[0]) / max(s.Events, 1)
+	r0, r1 := <-readings[0], <-readings[1]
+	if r0.err != nil || r1.err != nil {
+		return s, fmt.Errorf("broker share: fetch requests: %w", errors.Join(r0.err, r1.err))
 	}
-	f1, err := jmx.at(ctx, marks[1].at)
-	if err != nil {
-		return s, err
+	if d := r1.at.Sub(r0.at); d > 0 {
+		s.Fetches = (r1.count - r0.count) / d.Seconds()
 	}
-	s.Fetches = (f1 - f0) / window.Seconds()
 	return s, nil
 }
 
-// fetchWatch is JmxTool of the Apache Kafka distribution reading the
-// broker's count of fetch requests every fetchWatchEvery.
-type fetchWatch struct {
-	cmd     *exec.Cmd
-	mu      sync.Mutex
-	samples []fetchSample
-	done    chan struct{}
-}
-
-// fetchSample is one reading of the count.
-type fetchSample struct {
+// fetchReading is one reading of the broker's count of fetch requests, at
+// the broker's clock.
+type fetchReading struct {
 	at    time.Time
 	count float64
+	err   error
 }
 
-// fetchWatchEvery is the interval of the JMX readings.
-const fetchWatchEvery = 250 * time.Millisecond
+// fetchMetrics are the broker's request metrics of fetch requests, one per
+// request version a client used.
+const fetchMetrics = "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Fetch,*"
 
-// fetchMetric is the broker's request metric of fetch requests.
-const fetchMetric = "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Fetch"
-
-// watchFetches starts JmxTool against the broker's JMX port, logging to logPath.
-func (k *Kafka) watchFetches(ctx context.Context, logPath string) (*fetchWatch, error) {
-	log, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
+// fetchCount reads the broker's count of fetch requests so far over JMX,
+// with JmxTool of the Apache Kafka distribution (0 before any fetch).
+func (k *Kafka) fetchCount(ctx context.Context) fetchReading {
 	url := fmt.Sprintf("service:jmx:rmi:///jndi/rmi://127.0.0.1:%d/jmxrmi", k.jmxPort)
-	cmd := exec.CommandContext(ctx, "java", "-Xmx128m", "-cp", filepath.Join(k.lib, "*"), "org.apache.kafka.tools.JmxTool",
-		"--jmx-url", url, "--object-name", fetchMetric, "--attributes", "Count", "--report-format", "csv",
-		"--reporting-interval", strconv.Itoa(int(fetchWatchEvery/time.Millisecond)), "--wait")
-	out, err := cmd.StdoutPipe()
+	out, err := exec.CommandContext(ctx, "java", "-Xmx64m", "-XX:TieredStopAtLevel=1", "-cp", filepath.Join(k.lib, "*"),
+		"org.apache.kafka.tools.JmxTool", "--jmx-url", url, "--object-name", fetchMetrics, "--attributes", "Count",
+		"--one-time", "true", "--report-format", "csv").CombinedOutput()
 	if err != nil {
-		_ = log.Close()
-		return nil, err
+		return fetchReading{err: fmt.Errorf("JmxTool: %w: %s", err, out)}
 	}
-	cmd.Stderr = log
-	if err := cmd.Start(); err != nil {
-		_ = log.Close()
-		return nil, fmt.Errorf("start JmxTool: %w", err)
+	ms, count, ok := parseJmxReport(string(out))
+	if !ok {
+		return fetchReading{err: fmt.Errorf("JmxTool: no time in %q", out)}
 	}
-	w := &fetchWatch{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		defer log.Close()
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			line := sc.Text()
-			fmt.Fprintln(log, line)
-			ms, count, ok := parseJmxLine(line)
-			if !ok {
-				continue
-			}
-			w.mu.Lock()
-			w.samples = append(w.samples, fetchSample{at: time.UnixMilli(ms), count: count})
-			w.mu.Unlock()
+	return fetchReading{at: time.UnixMilli(ms), count: count}
+}
+
+// parseJmxReport reads JmxTool's one-time csv report: a line time,"<Unix
+// ms>", then a line <object>:Count,"<count>" per matching object, summed.
+func parseJmxReport(out string) (ms int64, count float64, ok bool) {
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		i := strings.LastIndexByte(line, ',') // object names hold commas
+		if i < 0 {
+			continue
 		}
-	}()
-	return w, nil
-}
-
-// parseJmxLine reads a line of JmxTool's csv report: the time in Unix ms,
-// then the count (the header and other lines are not ok).
-func parseJmxLine(line string) (ms int64, count float64, ok bool) {
-	f := strings.Split(line, ",")
-	if len(f) != 2 {
-		return 0, 0, false
-	}
-	ms, err := strconv.ParseInt(strings.Trim(f[0], `"`), 10, 64)
-	if err != nil {
-		return 0, 0, false
-	}
-	count, err = strconv.ParseFloat(strings.Trim(f[1], `"`), 64)
-	return ms, count, err == nil
-}
-
-// at returns the count at t, interpolated between the readings around it;
-// it waits up to 10 s for a reading after t.
-func (w *fetchWatch) at(ctx context.Context, t time.Time) (float64, error) {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		w.mu.Lock()
-		var before, after *fetchSample
-		for i := range w.samples {
-			s := &w.samples[i]
-			if !s.at.After(t) {
-				before = s
-			} else if after == nil {
-				after = s
+		name, v := line[:i], strings.Trim(line[i+1:], `"`)
+		switch {
+		case name == "time":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return 0, 0, false
+			}
+			ms, ok = n, true
+		case strings.HasSuffix(name, ":Count"):
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				count += f
 			}
 		}
-		w.mu.Unlock()
-		if before != nil && after != nil {
-			f := float64(t.Sub(before.at)) / float64(after.at.Sub(before.at))
-			return before.count + f*(after.count-before.count), nil
-		}
-		select {
-		case <-w.done:
-			return 0, fmt.Errorf("JmxTool stopped without a reading around %v", t.Format(time.TimeOnly))
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("no JMX reading of fetch requests around %v", t.Format(time.TimeOnly))
-		}
 	}
-}
-
-// stop ends JmxTool.
-func (w *fetchWatch) stop() {
-	_ = w.cmd.Process.Kill()
-	_ = w.cmd.Wait()
-	<-w.done
+	return ms, count, ok
 }
