@@ -72,7 +72,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.SkipBrokerShares, "skip-broker-shares", false, "leave out the broker-share phase (the broker's CPU and fetch requests with the load generator alone and with each reader of the log, the Java console consumer among them)")
 	fs.IntVar(&cfg.ProfileSeconds, "profile", 0, "take CPU profiles of the consumer and the peer for this many seconds, of the backlog and of each live phase (saved in -dir as <name>.pprof, <name>-live<rate>.pprof), and of the whole replay (replayer.pprof)")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for servers, binaries, logs and profiles (default: a new temporary one)")
-	fs.StringVar(&cfg.Repo, "repo", ".", "the projector repository")
+	fs.StringVar(&cfg.Repo, "repo", ".", "the projector repository whose consumer and replayer are measured")
+	fs.StringVar(&cfg.Servers, "servers", ".", "the projector repository whose scripts/testenv start Kafka and whose .testenv holds the servers")
 	showVersion := fs.Bool("version", false, version.Usage)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -90,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	var err error
-	if cfg.Redis.Server, err = bench.ServerBinary(*server, cfg.Repo); err != nil {
+	if cfg.Redis.Server, err = bench.ServerBinary(*server, cfg.Servers); err != nil {
 		fmt.Fprintln(stderr, "bench: -server:", err)
 		return 2
 	}

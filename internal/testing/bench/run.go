@@ -12,9 +12,13 @@ import (
 
 // Config is one benchmark run.
 type Config struct {
-	// Repo is the projector repository (binaries are built from it, Kafka
-	// is started with its scripts/testenv/kafka.sh).
+	// Repo is the projector repository the consumer and replayer binaries
+	// are built from.
 	Repo string
+	// Servers is the repository whose scripts/testenv/kafka.sh and
+	// .testenv start Kafka (default Repo): the benchmark's own, when Repo is
+	// an older tree measured beside it.
+	Servers string
 	// Dir holds the servers' files, binaries and logs.
 	Dir string
 	// Load is the log produced before the consumer starts.
@@ -127,7 +131,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if e.kafka, err = StartKafka(ctx, cfg.Repo, cfg.Dir); err != nil {
+	if e.kafka, err = StartKafka(ctx, cmp.Or(cfg.Servers, cfg.Repo), cfg.Dir); err != nil {
 		return res, err
 	}
 	defer e.kafka.Stop()
