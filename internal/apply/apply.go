@@ -14,8 +14,9 @@
 package apply
 
 import (
-	"projector/internal/offsets"
 	"time"
+
+	"projector/internal/offsets"
 )
 
 // Record is one valid event and where it came from (see internal/records).

@@ -1,9 +1,10 @@
 package apply
 
 import (
-	"projector/internal/apply/wire"
 	"testing"
 	"time"
+
+	"projector/internal/apply/wire"
 
 	"projector/pkg/projections"
 )

@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"projector/internal/apply/wire"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"projector/internal/apply/wire"
 
 	"github.com/redis/go-redis/v9"
 

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+
 	"projector/internal/apply/wire"
 
 	"github.com/redis/go-redis/v9"

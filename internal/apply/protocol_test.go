@@ -3,10 +3,11 @@ package apply
 import (
 	"context"
 	"fmt"
-	"projector/internal/apply/wire"
 	"strings"
 	"testing"
 	"time"
+
+	"projector/internal/apply/wire"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"

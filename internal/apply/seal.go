@@ -3,9 +3,10 @@ package apply
 import (
 	"context"
 	"fmt"
+	"time"
+
 	"projector/internal/apply/wire"
 	"projector/pkg/projections"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
