@@ -134,20 +134,19 @@ func (k *Kafka) Lag(ctx context.Context, group string, topics []string) (int64, 
 	return kafkalag.Total(ps), nil
 }
 
-// GroupMembers returns how many members the group has now.
-func (k *Kafka) GroupMembers(ctx context.Context, group string) (int, error) {
+// GroupStable reports whether the group has completed joining (its state
+// is Stable). kafka-go cannot decode the member metadata of newer Java
+// clients, so the state is read even when that decoding failed.
+func (k *Kafka) GroupStable(ctx context.Context, group string) (bool, error) {
 	client := &kafka.Client{Addr: kafka.TCP(k.addr), Timeout: 10 * time.Second}
 	res, err := client.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
 	if err != nil {
-		return 0, fmt.Errorf("describe group %s: %w", group, err)
+		return false, fmt.Errorf("describe group %s: %w", group, err)
 	}
 	for _, g := range res.Groups {
 		if g.GroupID == group {
-			if g.Error != nil {
-				return 0, fmt.Errorf("describe group %s: %w", group, g.Error)
-			}
-			return len(g.Members), nil
+			return g.GroupState == "Stable", nil
 		}
 	}
-	return 0, nil
+	return false, nil
 }

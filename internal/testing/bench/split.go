@@ -136,10 +136,10 @@ func (e *env) startJava(ctx context.Context) (func(), error) {
 		_ = cmd.Wait()
 		_ = log.Close()
 	}
-	// It has joined once its group holds a member; then it reads from the end.
+	// It has joined once its group is stable; then it reads from the end.
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if members, err := e.kafka.GroupMembers(ctx, groupJava); err == nil && members > 0 {
+		if stable, err := e.kafka.GroupStable(ctx, groupJava); err == nil && stable {
 			time.Sleep(2 * time.Second) // its first fetches
 			return stop, nil
 		}
