@@ -56,7 +56,24 @@ func (e *env) startMember(m *member, bin string, args []string) error {
 		return err
 	}
 	m.proc.MetricsURL = "http://" + m.addr + "/metrics"
-	return nil
+	// Its metrics are served once it has started (a member whose group is
+	// caught up already is sampled at once).
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err = m.proc.Metric(context.Background(), m.events, ""); err == nil {
+			return nil
+		}
+		select {
+		case <-m.proc.Done():
+			return fmt.Errorf("%s exited at start; see %s", m.name, m.proc.LogPath)
+		default:
+		}
+		if time.Now().After(deadline) {
+			m.proc.Stop()
+			return fmt.Errorf("%s: no metrics a minute after start: %w", m.name, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // stop stops the process and logs its peak memory.
