@@ -285,7 +285,7 @@ func TestDocumentedTestsExist(t *testing.T) {
 }
 
 // TestDocumentedPathsExist: every repository path a document names in
-// backticks (`internal/apply/multi.go`, `cmd/bench`) exists, so that moving
+// backticks (`internal/apply/plan.go`, `cmd/bench`) exists, so that moving
 // code leaves no document pointing at nothing.
 func TestDocumentedPathsExist(t *testing.T) {
 	root := repoRoot(t)
