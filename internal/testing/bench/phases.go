@@ -12,8 +12,9 @@ import (
 // emptied Redis); the replay; the peer again, first catching up with the
 // traffic produced meanwhile, then its steady-rate phases (on the state the
 // replay rebuilt); with LiveRounds, more rounds of both consumers'
-// steady-rate phases; the naive baseline; the broker-share phase. Both
-// backlogs read the same records, one right after the other.
+// steady-rate phases; the broker-share phase; the naive baseline, which
+// empties Redis. Both backlogs read the same records, one right after the
+// other.
 func (e *env) phases(ctx context.Context, p *kgo.Client, res *Result) error {
 	peer := len(e.cfg.PeerCommand) > 0
 	var err error
@@ -50,13 +51,13 @@ func (e *env) phases(ctx context.Context, p *kgo.Client, res *Result) error {
 			}
 		}
 	}
-	if e.cfg.NaiveEvents > 0 {
-		if res.Naive, res.NaiveCmds, err = e.runNaive(ctx); err != nil {
+	if !e.cfg.SkipBrokerShares && e.cfg.Latency.Rate > 0 {
+		if res.Shares, err = e.brokerShares(ctx, p); err != nil {
 			return err
 		}
 	}
-	if !e.cfg.SkipBrokerShares && e.cfg.Latency.Rate > 0 {
-		if res.Shares, err = e.brokerShares(ctx, p); err != nil {
+	if e.cfg.NaiveEvents > 0 { // last: it empties Redis
+		if res.Naive, res.NaiveCmds, err = e.runNaive(ctx); err != nil {
 			return err
 		}
 	}
