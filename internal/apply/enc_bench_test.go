@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"projector/internal/apply/wire"
-
 	"projector/pkg/projections"
 )
 

@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"projector/internal/apply/wire"
-
 	"github.com/redis/go-redis/v9"
 
+	"projector/internal/apply/wire"
 	"projector/internal/testing/testredis"
 	"projector/pkg/projections"
 )

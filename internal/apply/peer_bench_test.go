@@ -3,10 +3,9 @@ package apply
 import (
 	"context"
 
-	"projector/internal/apply/wire"
-
 	"github.com/redis/go-redis/v9"
 
+	"projector/internal/apply/wire"
 	"projector/pkg/projections"
 )
 

@@ -8,12 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"projector/internal/apply/wire"
 	"projector/internal/coord"
 	"projector/internal/offsets"
 	"projector/pkg/projections"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Item is one record on its way through Apply.

@@ -7,11 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"projector/internal/apply/wire"
-
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"projector/internal/apply/wire"
 	"projector/internal/testing/testredis"
 	"projector/pkg/events"
 	p "projector/pkg/projections"

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"projector/internal/apply/wire"
 	"projector/pkg/projections"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Sync is what a batch waits for once its writes are applied, before its
