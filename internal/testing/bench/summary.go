@@ -84,26 +84,30 @@ func (r Result) share(reader string, rate int) (BrokerShare, bool) {
 	return BrokerShare{}, false
 }
 
+// beside returns reader's window at rate and the load generator's alone
+// at rate (ok false without both).
+func (r Result) beside(reader string, rate int) (s, none BrokerShare, ok bool) {
+	s, ok = r.share(reader, rate)
+	none, okNone := r.share(ReaderNone, rate)
+	return s, none, ok && okNone
+}
+
 // BrokerCaused returns the broker CPU per event that reader causes at rate:
 // its window's minus the load generator's alone (0 without both windows).
 func (r Result) BrokerCaused(reader string, rate int) float64 {
-	s, ok := r.share(reader, rate)
-	none, okNone := r.share(ReaderNone, rate)
-	if !ok || !okNone {
-		return 0
+	if s, none, ok := r.beside(reader, rate); ok {
+		return s.BrokerCPU - none.BrokerCPU
 	}
-	return s.BrokerCPU - none.BrokerCPU
+	return 0
 }
 
 // fetches returns the fetch requests per second of reader's window at rate
 // beyond the load generator's alone (0 without both windows).
 func (r Result) fetches(reader string, rate int) float64 {
-	s, ok := r.share(reader, rate)
-	none, okNone := r.share(ReaderNone, rate)
-	if !ok || !okNone {
-		return 0
+	if s, none, ok := r.beside(reader, rate); ok {
+		return s.Fetches - none.Fetches
 	}
-	return s.Fetches - none.Fetches
+	return 0
 }
 
 // LiveTotal returns a consumer's whole live cost per event at rate: the
