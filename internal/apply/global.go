@@ -17,7 +17,7 @@ import (
 type globalGuard struct {
 	// wmKey is the hash of the per-partition watermarks.
 	wmKey string
-	// mode is modeGlobal, or modeGlobalGaps to refuse a batch after a gap.
+	// mode is ModeGlobal, or ModeGlobalGaps to refuse a batch after a gap.
 	mode wire.Mode
 	// meta makes the script check px:meta:{g}: its status, and that its
 	// holds are those the batch was planned with.
@@ -230,7 +230,7 @@ func (e *GapError) Error() string {
 	return "redis went back in time: " + strings.Join(parts, ", ")
 }
 
-// gapsOf is the *GapError of a replyGap reply r to a call over the ranges rs.
+// gapsOf is the *GapError of a ReplyGap reply r to a call over the ranges rs.
 func gapsOf(r wire.Reply, rs []Range, node string) error {
 	ge := &GapError{}
 	for _, h := range r.Hits {

@@ -95,7 +95,7 @@ func (c *Core) ReadMarkers(ctx context.Context, items []*Item) ([]string, error)
 
 // applyUserChunk runs the script calls of the user groups in order,
 // pipelined: one call per group, or, when the core's perCall allows (a
-// standalone server), one modeUsers call per perCall groups of together at
+// standalone server), one ModeUsers call per perCall groups of together at
 // most callRecords records (a user with more gets a call of its own), so
 // that no call blocks the server for long. A group whose
 // markers are found loses those events (duplicates, or redeliveries whose
@@ -154,7 +154,7 @@ func (c *Core) userCall(g []*Item, gc *groupCoalescer) []any {
 	return wire.AppendWrites(call, ws)
 }
 
-// usersCall returns the modeUsers call of the groups of us: per user its
+// usersCall returns the ModeUsers call of the groups of us: per user its
 // marker count, markers, the length of its write program and the program.
 // Only its first key is declared (a standalone server routes nothing).
 func (c *Core) usersCall(groups map[string][]*Item, us []string, gc *groupCoalescer) []any {
@@ -178,13 +178,22 @@ func (c *Core) usersCall(groups map[string][]*Item, us []string, gc *groupCoales
 	return call
 }
 
-// appendMarkers encodes the markers of g's records (pointers: g must not
-// change until the command has been sent).
+// appendMarkers encodes the markers of g's records in runs of one marker
+// hash and expiry (pointers: g must not change until the command has been
+// sent).
 func appendMarkers(args []any, g []*Item) []any {
-	return wire.AppendMarkers(args, len(g), func(i int) wire.Marker {
-		it := g[i]
-		return wire.Marker{Hash: &it.marker, ExpireAt: &it.markerExp, ID: &it.rec.Event.ID, Origin: &it.origin}
-	})
+	for j := 0; j < len(g); {
+		k := j + 1
+		for k < len(g) && g[k].marker == g[j].marker && g[k].markerExp == g[j].markerExp {
+			k++
+		}
+		args = wire.AppendMarkerRun(args, &g[j].marker, &g[j].markerExp, k-j)
+		for _, it := range g[j:k] {
+			args = wire.AppendMarker(args, &it.rec.Event.ID, &it.origin)
+		}
+		j = k
+	}
+	return args
 }
 
 // settleUser reads the reply of user u's own call and returns next with u
@@ -208,7 +217,7 @@ func settleUser(groups map[string][]*Item, u string, cmd *redis.Cmd, res *Result
 	return settleHits(groups, u, r.Hits, res, next), nil
 }
 
-// settleUsers reads the reply of a modeUsers call of the users us, as
+// settleUsers reads the reply of a ModeUsers call of the users us, as
 // settleUser does for each of them.
 func settleUsers(groups map[string][]*Item, us []string, cmd *redis.Cmd, res *Result, next []string) ([]string, error) {
 	sizes := make([]int, len(us))
@@ -268,5 +277,5 @@ func settleHits(groups map[string][]*Item, u string, hits []wire.Hit, res *Resul
 	return append(next, u)
 }
 
-// callRecords bounds the records of the users of one modeUsers call.
+// callRecords bounds the records of the users of one ModeUsers call.
 const callRecords = 256

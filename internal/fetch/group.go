@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -284,32 +285,36 @@ func (g *Group) Close() error {
 // one fetch request at a time per leader broker for all the partitions it
 // leads, answered as soon as one of them has records (MinBytes), where one
 // Reader each would send a request per partition. When a request fails, or
-// a partition's answer does, the leaders are looked up again.
+// a partition's answer does, the leaders are looked up again; failures
+// count on across these regroupings, so that the backoff grows and
+// FetchMessage hears of them as a Reader's Next would.
 func (g *Group) readAll(ctx context.Context, readers []*Reader, generation int64) {
 	slices.SortFunc(readers, func(a, b *Reader) int {
 		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition))
 	})
 	opts := g.cfg.Fetch.withDefaults()
 	client := &kafka.Client{Addr: opts.Addr, Transport: opts.Transport, Timeout: requestTimeout}
-	failures := 0
+	var failures atomic.Int64 // failed requests in a row
 	for ctx.Err() == nil {
 		byLeader, err := leaders(ctx, client, readers)
 		if err != nil {
-			failures++
-			g.readFailed(ctx, generation, opts, failures, err)
-			if sleep(ctx, backoff(failures, opts.BackoffMin, opts.BackoffMax)) != nil {
+			n := failures.Add(1)
+			g.readFailed(ctx, generation, opts, n, err)
+			if sleep(ctx, backoff(int(n), opts.BackoffMin, opts.BackoffMax)) != nil {
 				return
 			}
 			continue
 		}
-		failures = 0
+		// A regroup ends every leader's loop between requests; the messages
+		// a loop has read are still delivered (its readers' offsets moved
+		// past them), only the generation's end drops them.
 		lctx, regroup := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		for _, rs := range byLeader {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				g.readLeader(lctx, opts, rs, generation, regroup)
+				g.readLeader(ctx, lctx, opts, rs, generation, regroup, &failures)
 			}()
 		}
 		wg.Wait()
@@ -357,14 +362,18 @@ func leaders(ctx context.Context, client *kafka.Client, readers []*Reader) ([][]
 }
 
 // readLeader reads the readers' partitions, which share a leader, with one
-// request at a time until ctx ends, and calls regroup (and returns) when
-// the request or a partition fails: the leaders may have moved. A
-// partition whose offset lies past its end waits, out of the requests,
-// as a Reader does.
-func (g *Group) readLeader(ctx context.Context, opts Options, readers []*Reader, generation int64, regroup func()) {
+// request at a time until lctx ends, and calls regroup (and returns) when
+// the request or a partition fails: the leaders may have moved. Messages
+// read are delivered until the generation (ctx) ends. A partition whose
+// offset lies past its end waits, out of the requests, as a Reader does.
+func (g *Group) readLeader(ctx, lctx context.Context, opts Options, readers []*Reader, generation int64, regroup func(), failures *atomic.Int64) {
 	waitUntil := make([]time.Time, len(readers))
-	failures := 0
-	for ctx.Err() == nil {
+	fail := func(err error) time.Duration {
+		n := failures.Add(1)
+		g.readFailed(ctx, generation, opts, n, err)
+		return backoff(int(n), opts.BackoffMin, opts.BackoffMax)
+	}
+	for lctx.Err() == nil {
 		now := time.Now()
 		var ready []*Reader
 		var readyAt []int
@@ -377,34 +386,33 @@ func (g *Group) readLeader(ctx context.Context, opts Options, readers []*Reader,
 				continue
 			}
 			if r.offset < 0 {
-				if err := r.resolve(ctx); err != nil {
-					failures++
-					g.readFailed(ctx, generation, opts, failures, err)
-					waitUntil[i] = now.Add(backoff(failures, opts.BackoffMin, opts.BackoffMax))
+				if err := r.resolve(lctx); err != nil {
+					if lctx.Err() != nil {
+						return
+					}
+					waitUntil[i] = now.Add(fail(err))
 					continue
 				}
 			}
 			ready, readyAt = append(ready, r), append(readyAt, i)
 		}
 		if len(ready) == 0 {
-			if sleep(ctx, time.Until(next)) != nil {
+			if sleep(lctx, time.Until(next)) != nil {
 				return
 			}
 			continue
 		}
-		resp, err := roundTrip(ctx, opts, ready)
+		resp, err := roundTrip(lctx, opts, ready)
 		if err != nil {
-			if ctx.Err() != nil {
-				return
+			if lctx.Err() != nil {
+				return // nothing was read: the offsets stay
 			}
-			failures++
-			g.readFailed(ctx, generation, opts, failures, fmt.Errorf("fetch %d partitions: %w", len(ready), err))
-			if sleep(ctx, backoff(failures, opts.BackoffMin, opts.BackoffMax)) == nil {
+			if sleep(lctx, fail(fmt.Errorf("fetch %d partitions: %w", len(ready), err))) == nil {
 				regroup()
 			}
 			return
 		}
-		moved := false
+		var wait time.Duration // > 0: a partition failed, regroup after it
 		for k, r := range ready {
 			msgs, err := r.take(ctx, resp)
 			switch {
@@ -412,9 +420,7 @@ func (g *Group) readLeader(ctx context.Context, opts Options, readers []*Reader,
 				opts.logf("%s/%d: offset %d lies past the end of the partition; waiting for it", r.topic, r.partition, r.offset)
 				waitUntil[readyAt[k]] = time.Now().Add(opts.BackoffMax)
 			case err != nil:
-				failures++
-				g.readFailed(ctx, generation, opts, failures, fmt.Errorf("read %s/%d at offset %d: %w", r.topic, r.partition, r.offset, err))
-				moved = true
+				wait = fail(fmt.Errorf("read %s/%d at offset %d: %w", r.topic, r.partition, r.offset, err))
 			}
 			for _, m := range msgs {
 				select {
@@ -424,21 +430,21 @@ func (g *Group) readLeader(ctx context.Context, opts Options, readers []*Reader,
 				}
 			}
 		}
-		if moved {
-			if sleep(ctx, backoff(failures, opts.BackoffMin, opts.BackoffMax)) == nil {
+		if wait > 0 {
+			if sleep(lctx, wait) == nil {
 				regroup()
 			}
 			return
 		}
-		failures = 0
+		failures.Store(0)
 	}
 }
 
 // readFailed logs a failure of the generation's reading, and passes it on to
 // FetchMessage once Attempts of them came in a row (and again after as
 // many more), as Reader.Next does.
-func (g *Group) readFailed(ctx context.Context, generation int64, opts Options, failures int, err error) {
-	if failures%opts.Attempts != 0 {
+func (g *Group) readFailed(ctx context.Context, generation int64, opts Options, failures int64, err error) {
+	if failures%int64(opts.Attempts) != 0 {
 		opts.errorf("%v (attempt %d, retrying)", err, failures)
 		return
 	}

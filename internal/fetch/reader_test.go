@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -397,5 +398,72 @@ func TestGroupFetchesEveryPartitionInOneRequest(t *testing.T) {
 		if n != parts {
 			t.Errorf("fetch request %d asked for %d partitions, want all %d", i, n, parts)
 		}
+	}
+}
+
+// TestGroupLosesNothingWhenLeadersMove: partitions of a 3-broker cluster
+// change leaders while a member with a one-message queue reads them (its
+// fetch loops wait on delivery when a regroup ends them): every partition
+// still yields each of its records once, in order.
+func TestGroupLosesNothingWhenLeadersMove(t *testing.T) {
+	const parts, per = 6, 150
+	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(parts, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := c.ListenAddrs()
+	plain := producer(t, brokers, "")
+	for p := range int32(parts) {
+		var values []string
+		for i := range per {
+			values = append(values, fmt.Sprintf("%d-%d", p, i))
+		}
+		produce(t, plain, p, values...)
+	}
+	g := NewGroup(GroupConfig{Brokers: brokers, GroupID: "g", Topics: []string{"t"}, Fetch: options(t, brokers), QueueCapacity: 1,
+		HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second})
+	defer g.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	moving, stop := context.WithCancel(ctx)
+	defer stop()
+	var moves atomic.Int64
+	go func() {
+		for i := 0; moving.Err() == nil; i++ {
+			p := int32(i % parts)
+			if err := c.MoveTopicPartition("t", p, (c.LeaderFor("t", p)+1)%3); err == nil {
+				moves.Add(1)
+			}
+			time.Sleep(15 * time.Millisecond)
+		}
+	}()
+	byPart := map[int][]string{}
+	for n := 0; n < parts*per; n++ {
+		m, err := g.FetchMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				t.Fatalf("after %d records: %v", n, err)
+			}
+			n--
+			continue // a fetch failure reported while leaders move
+		}
+		byPart[m.Partition] = append(byPart[m.Partition], string(m.Value))
+		if n%50 == 0 {
+			time.Sleep(10 * time.Millisecond) // a slow consumer: the loops wait on delivery
+		}
+	}
+	stop()
+	for p := range parts {
+		want := make([]string, per)
+		for i := range want {
+			want[i] = fmt.Sprintf("%d-%d", p, i)
+		}
+		if !slices.Equal(byPart[p], want) {
+			t.Errorf("partition %d: %d records, first differences from %d in order", p, len(byPart[p]), per)
+		}
+	}
+	if n := moves.Load(); n < 5 {
+		t.Errorf("only %d leader moves: the test moved too little", n)
 	}
 }

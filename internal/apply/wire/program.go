@@ -204,7 +204,7 @@ func appendSets(args []any, ws []projections.Write, ps profiles) []any {
 	return args
 }
 
-// ArgCount bounds the number of script arguments appendWrites makes of ws
+// ArgCount bounds the number of script arguments AppendWrites makes of ws
 // (counting four profiles; more only grow args).
 func ArgCount(ws []projections.Write) int {
 	n := 2 + 4*4
@@ -214,37 +214,14 @@ func ArgCount(ws []projections.Write) int {
 	return n
 }
 
-// Marker is one record's idempotency marker as a call carries it: the
-// marker hash, its expiry (Unix ms), the event id (the field) and the
-// record's origin (the value).
-type Marker struct {
-	Hash     *string
-	ExpireAt *int64
-	ID       *string
-	Origin   *string
+// AppendMarkerRun begins a run of n markers of one marker hash and expiry
+// (Unix ms): hash, expiry, n; each marker of the run follows by
+// AppendMarker. The pointers are sent as they are: what they point to must
+// not change until the command has been sent.
+func AppendMarkerRun(args []any, hash *string, expireAt *int64, n int) []any {
+	return append(args, hash, expireAt, n)
 }
 
-// AppendMarkers encodes the markers of n records (marker(i) is the i-th)
-// in runs of one marker hash and expiry: hash, expiry, count, then (event
-// id, origin) per record. The pointers are sent as they are: what they
-// point to must not change until the command has been sent.
-func AppendMarkers(args []any, n int, marker func(i int) Marker) []any {
-	for j := 0; j < n; {
-		first := marker(j)
-		k := j + 1
-		for k < n {
-			m := marker(k)
-			if *m.Hash != *first.Hash || *m.ExpireAt != *first.ExpireAt {
-				break
-			}
-			k++
-		}
-		args = append(args, first.Hash, first.ExpireAt, k-j)
-		for i := j; i < k; i++ {
-			m := marker(i)
-			args = append(args, m.ID, m.Origin)
-		}
-		j = k
-	}
-	return args
-}
+// AppendMarker encodes one marker of a run: the event id (the hash field)
+// and the record's origin (its value).
+func AppendMarker(args []any, id, origin *string) []any { return append(args, id, origin) }

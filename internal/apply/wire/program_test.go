@@ -8,7 +8,7 @@ import (
 	p "projector/pkg/projections"
 )
 
-// TestArgCount: argCount bounds how many arguments appendWrites makes, for
+// TestArgCount: ArgCount bounds how many arguments AppendWrites makes, for
 // every kind, up to four ZAddMax profiles and many keys of one write each
 // (the grouped kinds' costliest shape).
 func TestArgCount(t *testing.T) {
@@ -21,7 +21,7 @@ func TestArgCount(t *testing.T) {
 			ws = append(ws, p.Write{Kind: k, Key: fmt.Sprintf("own%d", i)})
 		}
 		if got, max := len(AppendWrites(nil, ws)), ArgCount(ws); got > max {
-			t.Errorf("kind %d: appendWrites made %d arguments, argCount says at most %d", k, got, max)
+			t.Errorf("kind %d: AppendWrites made %d arguments, ArgCount says at most %d", k, got, max)
 		}
 	}
 }

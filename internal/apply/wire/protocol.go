@@ -21,7 +21,7 @@ import (
 // and the codes of the replies. The scripts are built as luaHeader() + body,
 // so the Lua side names these values only through the locals the header
 // declares (MODE_USER, KIND_ZADDMAX, REPLY_GAP, ...), and every reply is
-// decoded by decodeReply.
+// decoded by DecodeReply.
 
 // Mode is what one call of the apply script does (its ARGV[1]).
 type Mode string
@@ -31,14 +31,14 @@ const (
 	// ModeUser: the idempotency markers of a user's records guard the
 	// user's writes; they are set when none exists, with the writes.
 	ModeUser Mode = "u"
-	// ModeUsers: several users' modeUser calls in one (a standalone
+	// ModeUsers: several users' ModeUser calls in one (a standalone
 	// server: the keys of a call need not share a slot); each user's
 	// markers guard only that user's writes.
 	ModeUsers Mode = "U"
 	// ModeGlobal: the partitions' watermarks guard the global writes and
 	// move to the end of the batch's ranges.
 	ModeGlobal Mode = "g"
-	// ModeGlobalGaps is modeGlobal that also refuses a batch when a
+	// ModeGlobalGaps is ModeGlobal that also refuses a batch when a
 	// watermark lies below a range's first offset - 1 (a gap). The seal
 	// script takes the same two modes.
 	ModeGlobalGaps Mode = "G"
@@ -74,8 +74,8 @@ const (
 	// offset - 1; nothing was written.
 	ReplyGap ReplyCode = -3
 	// ReplyPartial: {-4, writes, u1, k1, i, v, ... (k1 pairs), u2, k2, ...}:
-	// a modeUsers call applied every user but those listed (1-based u,
-	// their k existing markers as in replyFound), which got nothing written.
+	// a ModeUsers call applied every user but those listed (1-based u,
+	// their k existing markers as in ReplyFound), which got nothing written.
 	ReplyPartial ReplyCode = -4
 )
 
@@ -106,7 +106,7 @@ var kindArg = func() [LastKind + 1]any {
 	return out
 }()
 
-// kindArgs is the number of arguments appendWrites makes of each write kind
+// kindArgs is the number of arguments AppendWrites makes of each write kind
 // (for ZAddMax and ZIncrBy a bound: an entry per key carries four, then two
 // per write).
 var kindArgs = [LastKind + 1]int{projections.IncrBy: 3, projections.ZIncrBy: 6, projections.ZAddMax: 6, projections.SetValue: 4,
@@ -133,14 +133,15 @@ func luaHeader() string {
 	return b.String()
 }
 
-// Reply is a decoded Reply of the apply or seal script.
+// Reply is a decoded reply of the apply or seal script.
 type Reply struct {
+	// Code is what the call did.
 	Code ReplyCode
-	// Writes is the number of Writes applied (replyApplied).
+	// Writes is the number of writes applied (ReplyApplied).
 	Writes int64
-	// Status is the meta Status (replyNotReady; "" when the hash is missing).
+	// Status is the meta status (ReplyNotReady; "" when the hash is missing).
 	Status string
-	// Hits are the guards found (replyFound) or the gaps (replyGap).
+	// Hits are the guards found (ReplyFound) or the gaps (ReplyGap).
 	Hits []Hit
 }
 
@@ -216,7 +217,7 @@ func pairValue[T any](vals []any) (T, bool) {
 	return v, ok
 }
 
-// DecodeUsersReply decodes vals, the reply of a modeUsers call whose users
+// DecodeUsersReply decodes vals, the reply of a ModeUsers call whose users
 // have sizes[u] markers: the writes applied and, per user index, the markers
 // found (nil when every user was applied).
 func DecodeUsersReply(vals []any, sizes []int) (int64, map[int][]Hit, error) {

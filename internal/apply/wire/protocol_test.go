@@ -86,7 +86,7 @@ func TestDecodeReply(t *testing.T) {
 			got = "error"
 		}
 		if got != c.want {
-			t.Errorf("%s: decodeReply(%v) = %s (%v), want %s", c.name, c.vals, got, err, c.want)
+			t.Errorf("%s: DecodeReply(%v) = %s (%v), want %s", c.name, c.vals, got, err, c.want)
 		}
 	}
 	if _, err := (Hit{At: 0, Value: "x"}).Offset(); err == nil {

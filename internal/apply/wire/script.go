@@ -20,7 +20,7 @@ var (
 	sealBody string
 )
 
-// Script is a Lua Script of the protocol: luaHeader() followed by its body.
+// Script is a Lua script of the protocol: luaHeader() followed by its body.
 // Every call goes through start and exec.
 type Script struct {
 	Src string
@@ -58,7 +58,7 @@ func (s *Script) Load(ctx context.Context, rdb redis.UniversalClient) error {
 	return nil
 }
 
-// Exec sends the calls (each begun by start) in one pipeline on c and
+// Exec sends the calls (each begun by Start) in one pipeline on c and
 // returns their commands, in order. more, when not nil, queues commands that
 // follow the calls in the pipeline (WAIT). A call answered NOSCRIPT (the
 // server restarted, was flushed or failed over since the script was loaded)

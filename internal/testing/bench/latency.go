@@ -91,6 +91,7 @@ func MeasureLatency(ctx context.Context, p *kgo.Client, rdb redis.UniversalClien
 	// drop another phase's ids as duplicates.
 	phase := "lat-" + strconv.FormatInt(start.UnixMilli(), 36) + "-"
 	var markers int64
+	var markerFailed produceFailure
 	err = producePaced(ctx, p, cfg, func(now time.Time, el time.Duration) error {
 		if el < time.Duration(markers)*markerEvery {
 			return nil
@@ -105,9 +106,12 @@ func MeasureLatency(ctx context.Context, p *kgo.Client, rdb redis.UniversalClien
 		mu.Lock()
 		pending = append(pending, marker{ts: ts, sent: time.Now(), count: el >= cfg.Warmup})
 		mu.Unlock()
-		p.Produce(ctx, &kgo.Record{Topic: Topics[0], Key: []byte(markerUser), Value: v}, nil)
+		p.Produce(ctx, &kgo.Record{Topic: Topics[0], Key: []byte(markerUser), Value: v}, markerFailed.done)
 		return nil
 	})
+	if err == nil {
+		err = markerFailed.flush(ctx, p) // producePaced flushed them: their failure
+	}
 	if err != nil {
 		return nil, 0, err
 	}
@@ -146,17 +150,7 @@ func producePaced(ctx context.Context, p *kgo.Client, cfg LatencyConfig, each fu
 	gc := gen.DefaultConfig()
 	gc.Seed, gc.Users, gc.Products = liveSeed(cfg.Rate, cfg.Round), cfg.Users, cfg.Products
 	g := gen.New(gc)
-	var (
-		errMu   sync.Mutex
-		failure error
-	)
-	done := func(_ *kgo.Record, err error) {
-		if err != nil {
-			errMu.Lock()
-			failure = err
-			errMu.Unlock()
-		}
-	}
+	var failed produceFailure
 	start := time.Now()
 	var sent int64
 	tick := time.NewTicker(time.Millisecond)
@@ -168,7 +162,7 @@ func producePaced(ctx context.Context, p *kgo.Client, cfg LatencyConfig, each fu
 		}
 		for target := int64(el.Seconds() * float64(cfg.Rate)); sent < target; sent++ {
 			r := g.Next(now)
-			p.Produce(ctx, &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value}, done)
+			p.Produce(ctx, &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value}, failed.done)
 		}
 		if each != nil {
 			if err := each(now, el); err != nil {
@@ -176,15 +170,7 @@ func producePaced(ctx context.Context, p *kgo.Client, cfg LatencyConfig, each fu
 			}
 		}
 	}
-	if err := p.Flush(ctx); err != nil {
-		return fmt.Errorf("flush: %w", err)
-	}
-	errMu.Lock()
-	defer errMu.Unlock()
-	if failure != nil {
-		return fmt.Errorf("produce: %w", failure)
-	}
-	return nil
+	return failed.flush(ctx, p)
 }
 
 // poll reads the highest score of key every millisecond and reports it.

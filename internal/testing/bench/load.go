@@ -46,17 +46,7 @@ func NewProducer(brokers []string, linger time.Duration) (*kgo.Client, error) {
 func Load(ctx context.Context, p *kgo.Client, cfg LoadConfig) error {
 	chunks := (cfg.Events + loadChunk - 1) / loadChunk
 	start := cfg.End.Add(-cfg.Span)
-	var (
-		mu      sync.Mutex
-		failure error
-	)
-	done := func(_ *kgo.Record, err error) {
-		if err != nil {
-			mu.Lock()
-			failure = err
-			mu.Unlock()
-		}
-	}
+	var failed produceFailure
 	left := cfg.Events
 	for k := range chunks {
 		gc := gen.DefaultConfig()
@@ -67,16 +57,38 @@ func Load(ctx context.Context, p *kgo.Client, cfg LoadConfig) error {
 		n := min(left, loadChunk)
 		left -= n
 		for _, r := range gen.New(gc).Log(n) {
-			p.Produce(ctx, &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value}, done)
+			p.Produce(ctx, &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value}, failed.done)
 		}
 	}
+	return failed.flush(ctx, p)
+}
+
+// produceFailure keeps a failure of asynchronous produces (their promise is
+// done).
+type produceFailure struct {
+	mu  sync.Mutex
+	err error
+}
+
+// done records err when it is one.
+func (f *produceFailure) done(_ *kgo.Record, err error) {
+	if err != nil {
+		f.mu.Lock()
+		f.err = err
+		f.mu.Unlock()
+	}
+}
+
+// flush waits until Kafka acknowledged every record produced through p and
+// returns the failure of any of them.
+func (f *produceFailure) flush(ctx context.Context, p *kgo.Client) error {
 	if err := p.Flush(ctx); err != nil {
 		return fmt.Errorf("flush producer: %w", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if failure != nil {
-		return fmt.Errorf("produce: %w", failure)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return fmt.Errorf("produce: %w", f.err)
 	}
 	return nil
 }
