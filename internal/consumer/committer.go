@@ -8,12 +8,17 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
+	"projector/internal/offsets"
 	"projector/internal/records"
 )
 
 // committer commits the offsets of applied batches, in order, in a goroutine
 // of its own, so the next batch is applied while the broker commits the last
-// one. At most one batch waits for its commit; a third waits in add.
+// one. A commit is a write to the broker's offsets log, so on live traffic
+// (a batch every few milliseconds) it commits at most once per CommitEvery:
+// the batches applied meanwhile are gathered and their highest offsets
+// committed together. Committing later costs nothing but records delivered
+// again after a crash, which their idempotency markers make harmless.
 type committer struct {
 	jobs     chan []kafka.Message
 	finished chan struct{}
@@ -29,23 +34,48 @@ func (c *Consumer) startCommitter(ctx context.Context, to Committer) *committer 
 		defer close(cm.finished)
 		wctx, cancel := c.workContext(ctx)
 		defer cancel()
+		var last time.Time // when the last commit started
 		for msgs := range cm.jobs {
+			pending := records.Highest(msgs)
+			open := cm.gather(pending, time.Until(last.Add(c.opts.CommitEvery)))
 			if cm.failed() != nil {
 				continue // commit nothing after a gap
 			}
-			start := time.Now()
-			if err := c.commit(wctx, to, msgs); err != nil {
+			last = time.Now()
+			if err := c.commit(wctx, to, pending); err != nil {
 				cm.mu.Lock()
 				cm.err = err
 				cm.mu.Unlock()
-				continue
+			} else if took := time.Since(last); took > slowBatch {
+				c.log.Warn("slow offset commit", zap.Int("partitions", len(pending)), zap.Duration("took", took))
 			}
-			if took := time.Since(start); took > slowBatch {
-				c.log.Warn("slow offset commit", zap.Int("records", len(msgs)), zap.Duration("took", took))
+			if !open {
+				return
 			}
 		}
 	}()
 	return cm
+}
+
+// gather adds to pending the highest offsets of the batches handed over
+// within wait; it reports false when close ended the wait.
+func (cm *committer) gather(pending map[offsets.TopicPartition]kafka.Message, wait time.Duration) bool {
+	if wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return true
+		case msgs, ok := <-cm.jobs:
+			if !ok {
+				return false
+			}
+			records.AddHighest(pending, msgs)
+		}
+	}
 }
 
 func (cm *committer) failed() error {
@@ -71,9 +101,8 @@ func (cm *committer) close() error {
 	return cm.failed()
 }
 
-// commit commits, through to, the highest offset of every partition in the batch.
-func (c *Consumer) commit(ctx context.Context, to Committer, msgs []kafka.Message) error {
-	last := records.Highest(msgs)
+// commit commits, through to, the offset after each partition's record in last.
+func (c *Consumer) commit(ctx context.Context, to Committer, last map[offsets.TopicPartition]kafka.Message) error {
 	out := make([]kafka.Message, 0, len(last))
 	for _, m := range last {
 		out = append(out, m)
