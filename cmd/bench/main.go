@@ -167,12 +167,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 // cost per event (Redis + its own CPU + the broker CPU it causes).
 func printShares(w io.Writer, res bench.Result) {
 	rates := map[int]bool{}
+	alone := map[[2]int]float64{} // the load generator's alone by round and rate
 	for _, s := range res.Shares {
-		fmt.Fprintf(w, "broker %d ev/s, %-8s: %6.2f us/ev (+%.2f caused), %5.0f fetch requests/s\n",
-			s.Rate, s.Reader, s.BrokerCPU, res.BrokerCaused(s.Reader, s.Rate), s.Fetches)
+		if s.Reader == bench.ReaderNone {
+			alone[[2]int{s.Round, s.Rate}] = s.BrokerCPU
+		}
+	}
+	for _, s := range res.Shares {
+		fmt.Fprintf(w, "broker round %d, %d ev/s, %-8s: %6.2f us/ev (+%.2f caused), %5.0f fetch requests/s\n",
+			s.Round, s.Rate, s.Reader, s.BrokerCPU, s.BrokerCPU-alone[[2]int{s.Round, s.Rate}], s.Fetches)
 		rates[s.Rate] = true
 	}
 	for _, rate := range slices.Sorted(maps.Keys(rates)) {
+		fmt.Fprintf(w, "broker caused at %d ev/s, median over rounds: consumer %.2f us/ev, peer %.2f us/ev, java %.2f us/ev\n",
+			rate, res.BrokerCaused(bench.ReaderConsumer, rate), res.BrokerCaused(bench.ReaderPeer, rate), res.BrokerCaused(bench.ReaderJava, rate))
 		fmt.Fprintf(w, "live total %d ev/s (redis + consumer + broker caused): consumer %.2f us/ev, peer %.2f us/ev\n",
 			rate, res.LiveTotal(bench.ReaderConsumer, rate), res.LiveTotal(bench.ReaderPeer, rate))
 	}

@@ -61,11 +61,16 @@ func TestResultLine(t *testing.T) {
 		{Rate: 10000, Latency: ms(2), RedisCPU: 40}, {Rate: 20000, Latency: ms(4)}}
 	r.PeerLive = []Live{{Rate: 10000, RedisCPU: 20}, {Rate: 20000}, {Rate: 10000, RedisCPU: 30}, {Rate: 20000},
 		{Rate: 10000, RedisCPU: 40}, {Rate: 20000}}
+	// broker_consumer: each round's share against the load generator alone
+	// in that round (14-10, 9-2, 30-20), the median of them.
+	r.Shares = []BrokerShare{{Round: 1, Rate: 10000, Reader: ReaderNone, BrokerCPU: 10}, {Round: 1, Rate: 10000, Reader: ReaderConsumer, BrokerCPU: 14},
+		{Round: 2, Rate: 10000, Reader: ReaderNone, BrokerCPU: 2}, {Round: 2, Rate: 10000, Reader: ReaderConsumer, BrokerCPU: 9},
+		{Round: 3, Rate: 10000, Reader: ReaderNone, BrokerCPU: 20}, {Round: 3, Rate: 10000, Reader: ReaderConsumer, BrokerCPU: 30}}
 	got, err := ParseLine(r.Line())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range map[string]float64{"p50": 102, "p99": 200, "p99_20k": 400, "live_redis_ratio": 1.5} {
+	for k, v := range map[string]float64{"p50": 102, "p99": 200, "p99_20k": 400, "live_redis_ratio": 1.5, "broker_consumer": 7} {
 		if got[k] != v {
 			t.Errorf("three rounds: %s = %v, want %v", k, got[k], v)
 		}

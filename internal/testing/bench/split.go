@@ -19,6 +19,8 @@ import (
 // traffic while one reader of the log (or none) ran beside the load
 // generator.
 type BrokerShare struct {
+	// Round is the round of the broker-share phase (1, 2, ...).
+	Round int
 	// Rate is the events per second produced.
 	Rate int
 	// Reader is ReaderNone (the load generator alone), ReaderConsumer
@@ -47,14 +49,17 @@ const groupJava = "bench-java"
 
 // String is the share as a log line.
 func (s BrokerShare) String() string {
-	return fmt.Sprintf("%d ev/s, %s: broker %.2f us/ev, %.0f fetch requests/s (%.0f events)", s.Rate, s.Reader, s.BrokerCPU, s.Fetches, s.Events)
+	return fmt.Sprintf("round %d, %d ev/s, %s: broker %.2f us/ev, %.0f fetch requests/s (%.0f events)", s.Round, s.Rate, s.Reader, s.BrokerCPU, s.Fetches, s.Events)
 }
 
 // brokerShares measures at each steady rate the broker's CPU per event and
 // the fetch requests it served per second: with the load generator alone,
 // then with projector's consumer, the peer (when configured) and the Java
-// console consumer reading the live log, one at a time. Each reader starts
-// caught up with the log and reads it for the whole window.
+// console consumer reading the live log, one at a time; in LiveRounds
+// rounds of all of them (the broker's CPU drifts with the machine's speed,
+// so each reader's share is taken against the load generator alone in the
+// same round). Each reader starts caught up with the log and reads it for
+// the whole window.
 func (e *env) brokerShares(ctx context.Context, p *kgo.Client) ([]BrokerShare, error) {
 	readers := []string{ReaderNone, ReaderConsumer}
 	if len(e.cfg.PeerCommand) > 0 {
@@ -62,24 +67,27 @@ func (e *env) brokerShares(ctx context.Context, p *kgo.Client) ([]BrokerShare, e
 	}
 	readers = append(readers, ReaderJava)
 	var out []BrokerShare
-	for _, reader := range readers {
-		stop, err := e.startReader(ctx, reader)
-		if err != nil {
-			return out, err
-		}
-		for _, rate := range []int{e.cfg.Latency.Rate, e.cfg.HighRate} {
-			if rate <= 0 {
-				continue
-			}
-			s, err := e.brokerWindow(ctx, p, reader, rate)
+	for round := 1; round <= max(e.cfg.LiveRounds, 1); round++ {
+		for _, reader := range readers {
+			stop, err := e.startReader(ctx, reader)
 			if err != nil {
-				stop()
 				return out, err
 			}
-			e.logf("broker share: %v", s)
-			out = append(out, s)
+			for _, rate := range []int{e.cfg.Latency.Rate, e.cfg.HighRate} {
+				if rate <= 0 {
+					continue
+				}
+				s, err := e.brokerWindow(ctx, p, reader, rate)
+				if err != nil {
+					stop()
+					return out, err
+				}
+				s.Round = round
+				e.logf("broker share: %v", s)
+				out = append(out, s)
+			}
+			stop()
 		}
-		stop()
 	}
 	return out, nil
 }

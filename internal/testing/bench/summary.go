@@ -74,40 +74,48 @@ func redisRatio(own, peer []Live) float64 {
 	return median(xs)
 }
 
-// share returns the broker-share window of reader at rate (false: none).
-func (r Result) share(reader string, rate int) (BrokerShare, bool) {
+// share returns the broker-share window of reader at rate in round
+// (false: none).
+func (r Result) share(reader string, rate, round int) (BrokerShare, bool) {
 	for _, s := range r.Shares {
-		if s.Reader == reader && s.Rate == rate {
+		if s.Reader == reader && s.Rate == rate && s.Round == round {
 			return s, true
 		}
 	}
 	return BrokerShare{}, false
 }
 
-// beside returns reader's window at rate and the load generator's alone
-// at rate (ok false without both).
-func (r Result) beside(reader string, rate int) (s, none BrokerShare, ok bool) {
-	s, ok = r.share(reader, rate)
-	none, okNone := r.share(ReaderNone, rate)
-	return s, none, ok && okNone
+// overAlone returns the median over the rounds of what reader's window at
+// rate adds to the load generator's alone in the same round, by the figure
+// f (0 without such pairs).
+func (r Result) overAlone(reader string, rate int, f func(BrokerShare) float64) float64 {
+	var xs []float64
+	for _, s := range r.Shares {
+		if s.Reader != reader || s.Rate != rate {
+			continue
+		}
+		if none, ok := r.share(ReaderNone, rate, s.Round); ok {
+			xs = append(xs, f(s)-f(none))
+		}
+	}
+	if len(xs) == 0 {
+		return 0
+	}
+	return median(xs)
 }
 
 // BrokerCaused returns the broker CPU per event that reader causes at rate:
-// its window's minus the load generator's alone (0 without both windows).
+// the median over the rounds of its window's minus the load generator's
+// alone (0 without both windows).
 func (r Result) BrokerCaused(reader string, rate int) float64 {
-	if s, none, ok := r.beside(reader, rate); ok {
-		return s.BrokerCPU - none.BrokerCPU
-	}
-	return 0
+	return r.overAlone(reader, rate, func(s BrokerShare) float64 { return s.BrokerCPU })
 }
 
-// fetches returns the fetch requests per second of reader's window at rate
-// beyond the load generator's alone (0 without both windows).
+// fetches returns the fetch requests per second of reader's windows at
+// rate beyond the load generator's alone, the median over the rounds (0
+// without both windows).
 func (r Result) fetches(reader string, rate int) float64 {
-	if s, none, ok := r.beside(reader, rate); ok {
-		return s.Fetches - none.Fetches
-	}
-	return 0
+	return r.overAlone(reader, rate, func(s BrokerShare) float64 { return s.Fetches })
 }
 
 // LiveTotal returns a consumer's whole live cost per event at rate: the
