@@ -146,7 +146,7 @@ func TestFailedCommitStopsLaterCommits(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "commit") {
 		t.Fatalf("close = %v, want the commit failure", err)
 	}
-	if err := cm.add([]kafka.Message{event(t, "views", 0, 7, "e3")}); err == nil {
+	if err := cm.add([]kafka.Message{event(t, "views", 0, 7, "e3")}, nil); err == nil {
 		t.Error("a batch was accepted for commit after a commit failed for good")
 	}
 	wantOffsets(t, r, map[offsets.TopicPartition]int64{})

@@ -38,6 +38,10 @@ type Config struct {
 	// before their place in the log (a backfill of old data); the user's
 	// newest ts stays.
 	BackfillRate float64
+	// UUIDs makes event ids 36-character UUIDs (version 4 layout, derived
+	// from Seed and the record's sequence number) instead of ev-<seed>-<n>:
+	// what most producers send.
+	UUIDs bool
 }
 
 // DefaultConfig returns 200 users, 500 products, 2% duplicates, 1% poison,

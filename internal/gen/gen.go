@@ -9,6 +9,9 @@
 package gen
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -138,7 +141,20 @@ func (g *Generator) emit(lo, width int64, snap bool) Record {
 // nextID returns a fresh unique event id.
 func (g *Generator) nextID() string {
 	g.seq++
+	if g.cfg.UUIDs {
+		return uuidOf(g.cfg.Seed, g.seq)
+	}
 	return fmt.Sprintf("ev-%d-%d", g.cfg.Seed, g.seq)
+}
+
+// uuidOf returns the version-4-shaped UUID of the seed and sequence number
+// (not drawn from the generator's random stream, which stays as it is).
+func uuidOf(seed, seq uint64) string {
+	h := sha256.Sum256(binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, seed), seq))
+	h[6] = h[6]&0x0f | 0x40 // version 4
+	h[8] = h[8]&0x3f | 0x80 // RFC 4122 variant
+	x := hex.EncodeToString(h[:16])
+	return x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:32]
 }
 
 // pickUser returns a user id: half uniform, half skewed to a few heavy users.

@@ -289,3 +289,47 @@ func TestMovedDuplicatesAndBackfill(t *testing.T) {
 		t.Errorf("%d of %d events backfilled (%.3f), want about 0.02", backfilled, valid, share)
 	}
 }
+
+// TestUUIDs: with UUIDs, every event id is a distinct 36-character
+// version-4 UUID, and the log is otherwise the one without them.
+func TestUUIDs(t *testing.T) {
+	cfg := DefaultConfig()
+	plain := New(cfg).Log(3000)
+	cfg.UUIDs = true
+	uuids := New(cfg).Log(3000)
+	ids := map[string]int{}
+	for i, r := range uuids {
+		if r.Topic != plain[i].Topic || r.Poison != plain[i].Poison || !bytes.Equal(r.Key, plain[i].Key) {
+			t.Fatalf("record %d differs beyond its id: %+v, without UUIDs %+v", i, r, plain[i])
+		}
+		if r.ID == "" {
+			continue
+		}
+		if len(r.ID) != 36 || r.ID[8] != '-' || r.ID[13] != '-' || r.ID[14] != '4' || r.ID[18] != '-' || r.ID[23] != '-' {
+			t.Fatalf("record %d: id %q is not a version-4 UUID", i, r.ID)
+		}
+		ids[r.ID]++
+	}
+	dups := 0
+	for i, r := range plain {
+		if r.ID != "" && uuids[i].ID == "" {
+			t.Fatalf("record %d lost its id", i)
+		}
+	}
+	for _, n := range ids {
+		dups += n - 1
+	}
+	plainIDs := map[string]int{}
+	plainDups := 0
+	for _, r := range plain {
+		if r.ID != "" {
+			plainIDs[r.ID]++
+		}
+	}
+	for _, n := range plainIDs {
+		plainDups += n - 1
+	}
+	if dups != plainDups || len(ids) != len(plainIDs) {
+		t.Errorf("%d distinct UUIDs with %d repeats, want %d and %d as without UUIDs", len(ids), dups, len(plainIDs), plainDups)
+	}
+}

@@ -22,6 +22,18 @@ type Scenario struct {
 	Seed             uint64
 	// Batch is the number of records per Apply call (batch.max_events).
 	Batch int
+	// Window is idempotency.window (0: 24h).
+	Window time.Duration
+	// UUIDs makes event ids 36-character UUIDs (gen.Config.UUIDs).
+	UUIDs bool
+}
+
+// window is the scenario's idempotency.window.
+func (s Scenario) window() time.Duration {
+	if s.Window <= 0 {
+		return 24 * time.Hour
+	}
+	return s.Window
 }
 
 // Records is the size of the scenario's log.
@@ -38,8 +50,8 @@ type Applied struct {
 }
 
 // Load generates the scenario's log with event times in the Days*24h before
-// now and applies it to rdb with projections.Defaults() in UTC and a 24h
-// idempotency window, exactly as a consumer does (same planner, applier and
+// now and applies it to rdb with projections.Defaults() in UTC and the
+// scenario's idempotency window, exactly as a consumer does (same planner, applier and
 // apply script), one partition, Batch records at a time.
 func Load(ctx context.Context, rdb redis.UniversalClient, sc Scenario, now time.Time) (Applied, error) {
 	planner, err := projections.NewPlanner(projections.Defaults(), time.UTC, "")
@@ -47,7 +59,7 @@ func Load(ctx context.Context, rdb redis.UniversalClient, sc Scenario, now time.
 		return Applied{}, fmt.Errorf("planner: %w", err)
 	}
 	clock := func() time.Time { return now }
-	a := apply.New(rdb, planner, apply.Options{Window: 24 * time.Hour, Location: time.UTC, Now: clock}, apply.Guards{})
+	a := apply.New(rdb, planner, apply.Options{Window: sc.window(), Location: time.UTC, Now: clock}, apply.Guards{})
 	if err := a.LoadScript(ctx); err != nil {
 		return Applied{}, err
 	}
@@ -82,7 +94,7 @@ func Load(ctx context.Context, rdb redis.UniversalClient, sc Scenario, now time.
 func decodeLog(sc Scenario, now time.Time) ([]apply.Record, Applied) {
 	span := time.Duration(sc.Days) * projections.Day
 	gc := gen.DefaultConfig()
-	gc.Seed, gc.Users, gc.Products = sc.Seed, sc.Users, sc.Products
+	gc.Seed, gc.Users, gc.Products, gc.UUIDs = sc.Seed, sc.Users, sc.Products, sc.UUIDs
 	gc.Start, gc.Span = now.Add(-span), span-time.Minute
 	log := gen.New(gc).Log(sc.Records())
 	out := Applied{Records: len(log)}

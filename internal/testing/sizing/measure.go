@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -23,6 +24,15 @@ type Snapshot struct {
 	UsedMemory int64
 	// Families maps a family name (see Family) to its usage.
 	Families map[string]Usage
+	// Markers are the marker keys' bytes and remaining time to live.
+	Markers []KeyLife
+}
+
+// KeyLife is one key's MEMORY USAGE and its remaining time to live (PTTL;
+// negative: none).
+type KeyLife struct {
+	Bytes int64
+	TTL   time.Duration
 }
 
 // scanCount is the SCAN batch size and the MEMORY USAGE pipeline length.
@@ -58,8 +68,12 @@ func (s *Snapshot) add(ctx context.Context, rdb *redis.Client, keys []string, pr
 	}
 	pipe := rdb.Pipeline()
 	cmds := make([]*redis.IntCmd, len(keys))
+	ttls := make([]*redis.DurationCmd, len(keys))
 	for i, k := range keys {
 		cmds[i] = pipe.MemoryUsage(ctx, k, 0)
+		if _, class := Family(k, prefix); class == Markers {
+			ttls[i] = pipe.PTTL(ctx, k)
+		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return fmt.Errorf("memory usage of %d keys: %w", len(keys), err)
@@ -76,6 +90,9 @@ func (s *Snapshot) add(ctx context.Context, rdb *redis.Client, keys []string, pr
 		u := s.Families[name]
 		u.Class, u.Keys, u.Bytes = class, u.Keys+1, u.Bytes+n
 		s.Families[name] = u
+		if ttls[i] != nil {
+			s.Markers = append(s.Markers, KeyLife{Bytes: n, TTL: ttls[i].Val()})
+		}
 	}
 	return nil
 }

@@ -6,7 +6,12 @@ import (
 	"io"
 	"slices"
 	"text/tabwriter"
+	"time"
 )
+
+// markerSlack is how long past the idempotency window a marker key may
+// live and still count as kept "about as long as the window".
+const markerSlack = time.Hour
 
 // Result is one measured scenario: the memory before and after Load.
 type Result struct {
@@ -48,6 +53,22 @@ func unitName(c Class) string {
 	return "B"
 }
 
+// MarkerLife sums the marker keys' bytes by remaining time to live: those
+// that live at most window + slack, the others (beyond), and the longest
+// time to live of any (a key without expiry counts as beyond).
+func (r Result) MarkerLife(slack time.Duration) (within, beyond int64, longest time.Duration) {
+	limit := r.Scenario.window() + slack
+	for _, k := range r.After.Markers {
+		if k.TTL >= 0 && k.TTL <= limit {
+			within += k.Bytes
+		} else {
+			beyond += k.Bytes
+		}
+		longest = max(longest, k.TTL)
+	}
+	return within, beyond, longest
+}
+
 // UsedDelta is the growth of used_memory.
 func (r Result) UsedDelta() int64 { return r.After.UsedMemory - r.Before.UsedMemory }
 
@@ -61,8 +82,15 @@ func per(n int64, d int) float64 {
 // Format writes the scenario, used_memory and a table of the families.
 func Format(w io.Writer, r Result) error {
 	sc, ap := r.Scenario, r.Applied
-	fmt.Fprintf(w, "scenario: %d users, %d products, %d records/user/day, %d day(s): %d records (%d poison), %d events applied, %d duplicates, %d active users\n",
-		sc.Users, sc.Products, sc.EventsPerUserDay, sc.Days, ap.Records, ap.Poison, ap.Events, ap.Duplicates, ap.Users)
+	ids := "short ids"
+	if sc.UUIDs {
+		ids = "36-character ids"
+	}
+	fmt.Fprintf(w, "scenario: %d users, %d products, %d records/user/day, %d day(s), %s, idempotency.window %v: %d records (%d poison), %d events applied, %d duplicates, %d active users\n",
+		sc.Users, sc.Products, sc.EventsPerUserDay, sc.Days, ids, sc.window(), ap.Records, ap.Poison, ap.Events, ap.Duplicates, ap.Users)
+	within, beyond, longest := r.MarkerLife(markerSlack)
+	fmt.Fprintf(w, "markers: %.1f B/event; %.0f%% of their bytes in keys living past window + %v, the longest %v\n",
+		r.Per(Markers), 100*per(beyond, int(max(within+beyond, 1))), markerSlack, longest.Round(time.Minute))
 	fmt.Fprintf(w, "used_memory: before %d, after %d, growth %d bytes (%.0f B/user, %.0f B/event)\n",
 		r.Before.UsedMemory, r.After.UsedMemory, r.UsedDelta(), per(r.UsedDelta(), ap.Users), per(r.UsedDelta(), ap.Events))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

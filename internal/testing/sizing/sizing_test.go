@@ -93,6 +93,28 @@ func TestSizing(t *testing.T) {
 	}
 }
 
+// TestMarkerSizing measures the idempotency markers as most producers see
+// them: 36-character UUID event ids, one day of traffic, with
+// idempotency.window 1h and 24h; it reports their bytes per applied event
+// and how long their keys live, and checks that every marker key lives at
+// least the window (a duplicate within it is caught).
+func TestMarkerSizing(t *testing.T) {
+	for _, window := range []time.Duration{time.Hour, 24 * time.Hour} {
+		sc := Scenario{Users: envInt(t, "SIZING_USERS", 1000), Products: 2000, EventsPerUserDay: envInt(t, "SIZING_EVENTS", 20),
+			Days: 1, Seed: 7, Batch: 2000, Window: window, UUIDs: true}
+		r := measure(t, sc, time.Now())
+		if len(r.After.Markers) == 0 {
+			t.Fatalf("window %v: no marker keys", window)
+		}
+		for _, k := range r.After.Markers {
+			if k.TTL < window-time.Minute {
+				t.Fatalf("window %v: a marker key lives %v more, less than the window", window, k.TTL)
+			}
+		}
+		checkBound(t, r, "marker bytes per event", r.Per(Markers), 8, 1<<10)
+	}
+}
+
 func checkBound(t *testing.T, r Result, what string, got, lo, hi float64) {
 	t.Helper()
 	if !(got > lo && got < hi) {
