@@ -64,26 +64,7 @@ func TestRedeliveredBatchAppliesAndDeadLettersOnce(t *testing.T) {
 	}
 	wantCount(t, r.m.DeadLettered.WithLabelValues("views"), 1, "dead-lettered metric")
 	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 3, tp("orders", 1): 8})
-	wantCount(t, r.m.Commits, 2, "commits (the first batch at once, the second after CommitEvery)")
-}
-
-func TestCommitsGatherTheBatchesAppliedMeanwhile(t *testing.T) {
-	r := newRig(t)
-	r.c.opts.CommitEvery = time.Hour // only the first batch and close commit
-	batches := [][]kafka.Message{
-		{event(t, "views", 0, 0, "e0")},
-		{event(t, "views", 0, 1, "e1"), event(t, "orders", 1, 4, "e2")},
-		{event(t, "views", 0, 2, "e3")},
-		{event(t, "orders", 1, 5, "e4")},
-	}
-	if err := r.run(t.Context(), batches...); err != nil {
-		t.Fatal(err)
-	}
-	wantCount(t, r.m.Commits, 2, "commits (the first batch, then the three applied meanwhile together when closing)")
-	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 3, tp("orders", 1): 6})
-	if n := r.applier.effects(); n != 5 {
-		t.Errorf("records applied %d times, want 5", n)
-	}
+	wantCount(t, r.m.Commits, 2, "commits (one per batch)")
 }
 
 func TestRebalanceRedeliveryInsideOneBatch(t *testing.T) {
@@ -146,7 +127,7 @@ func TestFailedCommitStopsLaterCommits(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "commit") {
 		t.Fatalf("close = %v, want the commit failure", err)
 	}
-	if err := cm.add([]kafka.Message{event(t, "views", 0, 7, "e3")}, nil); err == nil {
+	if err := cm.add([]kafka.Message{event(t, "views", 0, 7, "e3")}); err == nil {
 		t.Error("a batch was accepted for commit after a commit failed for good")
 	}
 	wantOffsets(t, r, map[offsets.TopicPartition]int64{})

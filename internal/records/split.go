@@ -60,17 +60,11 @@ func Split(msgs []kafka.Message, maxBytes int) ([]offsets.Record, []Poison, []of
 // commits past them).
 func Highest(msgs []kafka.Message) map[offsets.TopicPartition]kafka.Message {
 	last := map[offsets.TopicPartition]kafka.Message{}
-	AddHighest(last, msgs)
-	return last
-}
-
-// AddHighest keeps in last, for each partition of msgs, its record of the
-// highest offset seen so far.
-func AddHighest(last map[offsets.TopicPartition]kafka.Message, msgs []kafka.Message) {
 	for _, m := range msgs {
 		tp := Of(m)
 		if l, ok := last[tp]; !ok || m.Offset > l.Offset {
 			last[tp] = m
 		}
 	}
+	return last
 }
