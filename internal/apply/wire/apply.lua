@@ -73,7 +73,7 @@ end
 -- (slotCode; field p:<topic:partition> = "<slot> <base>", t:<slot> =
 -- topic:partition), or as text when a rebuild tagged it.
 local GROUP_MARKERS = 262144
-local SHARD_MARKERS = 192
+local SHARD_MARKERS = 64
 local hours = nil -- hour key -> its state, read once per call
 
 -- u32 is the big-endian number of the four bytes of s from i.
