@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"projector/internal/apply/wire"
 	"projector/internal/coord"
 	"projector/internal/testing/testredis"
 	"projector/pkg/projections"
@@ -51,13 +50,14 @@ func TestHoldLeavesUserWritesOut(t *testing.T) {
 // counts the record as applied before, not as a duplicate, and writes
 // nothing again.
 func TestTaggedMarkerIsTheRecordsOwn(t *testing.T) {
-	ctx, rdb, a, ts, _ := fixture(t)
+	ctx, rdb, a, ts, day := fixture(t)
 	recs, ranges := batchAt(0, view("e1", "u1", "p1", ts))
 	if _, err := a.Apply(ctx, recs, ranges); err != nil {
 		t.Fatal(err)
 	}
-	origin := markerOf(t, a.Core, "u1", ts, "e1")
-	markerDo(t, a.Core, wire.MarkersPut, "u1", ts, "e1", origin+TagSep+"T1")
+	marker := "px:seen:{u:u1}:" + day
+	origin := rdb.HGet(ctx, marker, "e1").Val()
+	rdb.HSet(ctx, marker, "e1", origin+TagSep+"T1")
 	res, err := a.Repair(ctx, recs, ranges)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -129,6 +130,29 @@ func (n *nodeKeys) get(ctx context.Context, cc *redis.ClusterClient, k projectio
 	}
 	n.keys = keys
 	return keys, nil
+}
+
+// slotOf is the Redis Cluster hash slot of key: CRC16 (XMODEM) of its hash
+// tag (the text between the first '{' and the next '}', when not empty), or
+// of the whole key, modulo 16384.
+func slotOf(key string) int {
+	if s := strings.IndexByte(key, '{'); s >= 0 {
+		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
+			key = key[s+1 : s+1+e]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc % 16384)
 }
 
 // parseOffsets parses a hash of decimal offsets, leaving out what does not parse.

@@ -22,9 +22,7 @@ type Item struct {
 	rec       *Record
 	user      []projections.Write
 	global    []projections.Write
-	marker    string // the hour key of its marker
-	fp        string // its fingerprint
-	old       string // the hash of the earlier layout that may hold its marker ("" none)
+	marker    string
 	origin    string
 	markerExp int64
 	marked    bool // the user phase found this record's marker
@@ -61,8 +59,8 @@ func (it *Item) Record() *Record { return it.rec }
 // of a rebuild that marks it (Tag).
 func (it *Item) Origin() string { return it.origin }
 
-// MarkerID identifies the item's marker: its hour key and fingerprint.
-func (it *Item) MarkerID() string { return it.marker + "\x00" + it.fp }
+// MarkerKey is the marker hash of the item's record (its user's day).
+func (it *Item) MarkerKey() string { return it.marker }
 
 // UserWrites are the item's user writes.
 func (it *Item) UserWrites() []projections.Write { return it.user }
@@ -112,7 +110,7 @@ func (c *Core) plan(b *Batch, skip map[string]string) (release func()) {
 		}
 		it := &items[i]
 		c.describe(it, i, r, now)
-		dk := it.MarkerID()
+		dk := it.marker + "\x00" + r.Event.ID
 		if first := seen[dk]; first != nil {
 			b.res.Outcomes[i] = Duplicate
 			first.copies = append(first.copies, it)
@@ -156,25 +154,20 @@ func parseWatermarks(wms map[string]string) map[offsets.TopicPartition]int64 {
 	return out
 }
 
-// describe fills in it for record i: its marker's hour key (the event's
-// hour), fingerprint, origin and expiry (a window after the later of the
-// hour's end and now), and while markers of the earlier layout may live,
-// the day hash that may hold one.
+// describe fills in it for record i: its marker hash (the user's day of the
+// event), origin and the marker's expiry (a window after the later of the
+// day's end and now).
 func (c *Core) describe(it *Item, i int, r *Record, now time.Time) {
 	ev := &r.Event
-	hour := ev.TS / hourMs
-	window := c.opts.Window.Milliseconds()
-	*it = Item{idx: i, rec: r, marker: c.markers.hour(ev.UserID, hour), fp: fingerprint(ev.UserID, ev.ID),
-		origin: offsets.Origin(r.Topic, r.Partition, r.Offset), markerExp: max((hour+1)*hourMs+window, now.UnixMilli()+window)}
-	if now.UnixMilli() < c.dayUntil {
-		var b projections.Buckets
-		if c.opts.Location == c.planner.Location() {
-			b = c.planner.Buckets(ev.TS) // cached per hour
-		} else {
-			b = projections.BucketsOf(ev.TS, c.opts.Location)
-		}
-		it.old = c.keys.DaySeen(ev.UserID, b.Day)
+	var b projections.Buckets
+	if c.opts.Location == c.planner.Location() {
+		b = c.planner.Buckets(ev.TS) // cached per hour
+	} else {
+		b = projections.BucketsOf(ev.TS, c.opts.Location)
 	}
+	window := c.opts.Window.Milliseconds()
+	*it = Item{idx: i, rec: r, marker: c.keys.Seen(ev.UserID, b.Day), origin: offsets.Origin(r.Topic, r.Partition, r.Offset),
+		markerExp: max(b.DayEnd+window, now.UnixMilli()+window)}
 }
 
 // split splits one record's writes ws into the user's and the global ones.
@@ -219,13 +212,9 @@ type Core struct {
 	rdb     redis.UniversalClient
 	planner *projections.Planner
 	keys    projections.Keys
-	markers markerNames
-	// dayUntil (Unix ms) is when the last markers of the earlier layout
-	// (px:seen:{u:<user>}:<day>) have expired (0: there are none; see LoadScript).
-	dayUntil int64
-	opts     Options
-	only     map[string]bool // the projections whose writes are kept (nil: all)
-	script   *wire.Script
+	opts    Options
+	only    map[string]bool // the projections whose writes are kept (nil: all)
+	script  *wire.Script
 	// perCall is how many user groups one script call may apply (1: one
 	// call per user; more on a standalone server, see usersPerCall).
 	perCall int
@@ -234,9 +223,7 @@ type Core struct {
 }
 
 func NewCore(rdb redis.UniversalClient, planner *projections.Planner, opts Options, only map[string]bool) *Core {
-	keys := projections.Keys{Prefix: opts.KeyPrefix}
-	_, cluster := rdb.(*redis.ClusterClient)
-	return &Core{rdb: rdb, planner: planner, keys: keys, markers: markerNames{keys: keys, cluster: cluster}, opts: opts, only: only,
+	return &Core{rdb: rdb, planner: planner, keys: projections.Keys{Prefix: opts.KeyPrefix}, opts: opts, only: only,
 		script: wire.ApplyScript(), perCall: usersPerCall(rdb, opts.UsersPerCall)}
 }
 
@@ -250,25 +237,8 @@ func (c *Core) Exec(ctx context.Context, calls [][]any) []*redis.Cmd {
 func (c *Core) Keys() projections.Keys { return c.keys }
 
 // LoadScript loads the apply script on every server, so that EVALSHA finds
-// it from the first batch on (a server that lost it gets it again by EVAL),
-// and learns until when markers of the earlier layout may live there: a
-// day hash expires at most a day and a window after its last write, which
-// came before this Redis began to hold markers by hour (coord's
-// MarkersSince); until then each marker set looks for one there too.
-func (c *Core) LoadScript(ctx context.Context) error {
-	if err := c.script.Load(ctx, c.rdb); err != nil {
-		return err
-	}
-	since, err := coord.New(c.rdb, c.opts.KeyPrefix, c.opts.Now).MarkersSince(ctx)
-	if err != nil {
-		return err
-	}
-	c.dayUntil = 0
-	if since > 0 {
-		c.dayUntil = since + (projections.Day + time.Hour + c.opts.Window).Milliseconds()
-	}
-	return nil
-}
+// it from the first batch on (a server that lost it gets it again by EVAL).
+func (c *Core) LoadScript(ctx context.Context) error { return c.script.Load(ctx, c.rdb) }
 
 // PlanAfter starts a batch under the watermark hash wmKey: it reads the
 // watermarks and plans the records after them (release ends the plan, see plan).

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -73,78 +74,23 @@ func (c *Core) ApplyUsers(ctx context.Context, b *Batch, groups map[string][]*It
 
 // ReadMarkers returns the origin each record's marker holds ("" when none).
 func (c *Core) ReadMarkers(ctx context.Context, items []*Item) ([]string, error) {
-	refs := make([]wire.MarkerRef, len(items))
+	pipe := c.rdb.Pipeline()
+	marks := make([]*redis.StringCmd, len(items))
 	for i, it := range items {
-		refs[i] = it.markerRef("")
+		marks[i] = pipe.HGet(ctx, it.marker, it.rec.Event.ID)
 	}
-	return c.Markers(ctx, wire.MarkersGet, refs)
-}
-
-// MarkerRef names the marker of the event id of user at ts (Unix ms) for
-// Markers, with value for MarkersPut.
-func (c *Core) MarkerRef(user string, ts int64, id, value string) wire.MarkerRef {
-	rec := Record{}
-	rec.Event.UserID, rec.Event.TS, rec.Event.ID = user, ts, id
-	var it Item
-	c.describe(&it, 0, &rec, c.opts.Now())
-	return it.markerRef(value)
-}
-
-// markerRef names the item's marker for a ModeMarkers call.
-func (it *Item) markerRef(value string) wire.MarkerRef {
-	return wire.MarkerRef{Hour: it.marker, FP: it.fp, Old: it.old, ID: it.rec.Event.ID, Value: value}
-}
-
-// Markers runs op on the markers refs (one call per hour key on Redis
-// Cluster, else one for all) and returns what MarkersGet reads (nil for
-// the other operations).
-func (c *Core) Markers(ctx context.Context, op wire.MarkerOp, refs []wire.MarkerRef) ([]string, error) {
-	if len(refs) == 0 {
-		return nil, nil
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read idempotency markers: %w", err)
 	}
-	var calls [][]any
-	var parts [][]int // the refs of each call
-	if c.perCall == 1 {
-		at := map[string]int{}
-		for i, r := range refs {
-			k, ok := at[r.Hour]
-			if !ok {
-				k, at[r.Hour] = len(parts), len(parts)
-				parts = append(parts, nil)
-			}
-			parts[k] = append(parts[k], i)
+	origins := make([]string, len(items))
+	for i, m := range marks {
+		o, err := m.Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("read marker of event %s: %w", items[i].rec.Event.ID, err)
 		}
-	} else {
-		all := make([]int, len(refs))
-		for i := range all {
-			all[i] = i
-		}
-		parts = [][]int{all}
+		origins[i] = o
 	}
-	for _, p := range parts {
-		ms := make([]wire.MarkerRef, len(p))
-		for j, i := range p {
-			ms[j] = refs[i]
-		}
-		calls = append(calls, wire.MarkersCall(c.script.Start(3+5*len(ms), refs[p[0]].Hour), op, ms))
-	}
-	out := make([]string, len(refs))
-	for k, cmd := range c.script.Exec(ctx, c.rdb, calls, nil) {
-		vals, err := cmd.StringSlice()
-		if err != nil {
-			return nil, fmt.Errorf("%s idempotency markers: %w", op, err)
-		}
-		if len(vals) != len(parts[k]) {
-			return nil, fmt.Errorf("%s idempotency markers: %d answers for %d markers", op, len(vals), len(parts[k]))
-		}
-		for j, i := range parts[k] {
-			out[i] = vals[j]
-		}
-	}
-	if op != wire.MarkersGet {
-		return nil, nil
-	}
-	return out, nil
+	return origins, nil
 }
 
 // applyUserChunk runs the script calls of the user groups in order,
@@ -202,7 +148,7 @@ func (c *Core) applyUserChunk(ctx context.Context, groups map[string][]*Item, or
 // it is (pointers into g and gc: see wire.Script.Start).
 func (c *Core) userCall(g []*Item, gc *groupCoalescer) []any {
 	ws := gc.of(g)
-	call := c.script.Start(2+4+3*len(g)+wire.ArgCount(ws), &g[0].marker)
+	call := c.script.Start(2+3+2*len(g)+wire.ArgCount(ws), &g[0].marker)
 	call = append(call, wire.ModeUser.Arg(), len(g))
 	call = appendMarkers(call, g)
 	return wire.AppendWrites(call, ws)
@@ -217,7 +163,7 @@ func (c *Core) usersCall(groups map[string][]*Item, us []string, gc *groupCoales
 	for i, u := range us {
 		g := groups[u]
 		wss[i] = gc.of(g)
-		n += 6 + 3*len(g) + wire.ArgCount(wss[i])
+		n += 5 + 2*len(g) + wire.ArgCount(wss[i])
 	}
 	call := c.script.Start(n, &groups[us[0]][0].marker)
 	call = append(call, wire.ModeUsers.Arg(), len(us))
@@ -232,18 +178,18 @@ func (c *Core) usersCall(groups map[string][]*Item, us []string, gc *groupCoales
 	return call
 }
 
-// appendMarkers encodes the markers of g's records in runs of one hour key,
-// expiry and day hash (pointers: g must not change until the command has
-// been sent).
+// appendMarkers encodes the markers of g's records in runs of one marker
+// hash and expiry (pointers: g must not change until the command has been
+// sent).
 func appendMarkers(args []any, g []*Item) []any {
 	for j := 0; j < len(g); {
 		k := j + 1
-		for k < len(g) && g[k].marker == g[j].marker && g[k].markerExp == g[j].markerExp && g[k].old == g[j].old {
+		for k < len(g) && g[k].marker == g[j].marker && g[k].markerExp == g[j].markerExp {
 			k++
 		}
-		args = wire.AppendMarkerRun(args, &g[j].marker, &g[j].markerExp, &g[j].old, k-j)
+		args = wire.AppendMarkerRun(args, &g[j].marker, &g[j].markerExp, k-j)
 		for _, it := range g[j:k] {
-			args = wire.AppendMarker(args, &it.fp, &it.origin, &it.rec.Event.ID, it.old != "")
+			args = wire.AppendMarker(args, &it.rec.Event.ID, &it.origin)
 		}
 		j = k
 	}

@@ -69,10 +69,6 @@ const (
 	FieldRolledBackMs     = "rolled_back_ms"
 	// FieldCreatedMs is when a consumer created the hash at a first start.
 	FieldCreatedMs = "created_ms"
-	// FieldMarkersSince is when (Unix ms) this Redis began to hold
-	// idempotency markers by hour: 0 when it never held the earlier
-	// layout's markers by user and day (see MarkersSince).
-	FieldMarkersSince = "markers_since"
 	// FieldGroup, FieldTimeZone and FieldProjections describe what the
 	// projections were made with (Info).
 	FieldGroup       = "group"
@@ -194,7 +190,7 @@ func (m *Meta) Init(ctx context.Context, info map[string]string) (bool, error) {
 	if !created {
 		return false, nil
 	}
-	vals := []any{FieldCreatedMs, m.now().UnixMilli(), FieldMarkersSince, 0}
+	vals := []any{FieldCreatedMs, m.now().UnixMilli()}
 	for k, v := range info {
 		vals = append(vals, k, v)
 	}
@@ -203,32 +199,6 @@ func (m *Meta) Init(ctx context.Context, info map[string]string) (bool, error) {
 	}
 	return true, nil
 }
-
-// MarkersSince returns when this Redis began to hold idempotency markers by
-// hour: the hash's FieldMarkersSince, which a hash made by an earlier
-// version lacks (its markers are by user and day: since is set to now), and
-// 0 when the hash is missing (Init makes it with 0: nothing of the earlier
-// layout can be there).
-func (m *Meta) MarkersSince(ctx context.Context) (int64, error) {
-	key := m.keys.Meta()
-	v, err := markersSince.Run(ctx, m.rdb, []string{key}, m.now().UnixMilli()).Text()
-	if err != nil {
-		return 0, fmt.Errorf("read %s %s: %w", key, FieldMarkersSince, err)
-	}
-	since, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s %s %q: %w", key, FieldMarkersSince, v, err)
-	}
-	return since, nil
-}
-
-// markersSince reads FieldMarkersSince, setting it to ARGV[1] in a hash that lacks it.
-var markersSince = redis.NewScript(`
-local v = redis.call('HGET', KEYS[1], '` + FieldMarkersSince + `')
-if v then return v end
-if redis.call('EXISTS', KEYS[1]) == 0 then return '0' end
-redis.call('HSET', KEYS[1], '` + FieldMarkersSince + `', ARGV[1])
-return ARGV[1]`)
 
 // Token returns the token a consumer acknowledges between batches: the
 // pause's while status is paused, else the sync token ("" when neither).

@@ -62,7 +62,7 @@ func TestWipeRemovesEveryPlannedKey(t *testing.T) {
 	const prefix = "shop:"
 	byName := plannedKeys(t, prefix)
 	k := projections.Keys{Prefix: prefix}
-	bookkeepingKeys := []string{k.DaySeen("u1", "2026-02-20"), k.Markers("m", 493656), k.Markers("m", 493656) + ":0:3", k.Watermarks(), k.NodeWatermarks("g"), k.Global("px:dlq")}
+	bookkeepingKeys := []string{k.Seen("u1", "2026-02-20"), k.Watermarks(), k.NodeWatermarks("g"), k.Global("px:dlq")}
 	kept := []string{k.Meta(), k.Global("px:lease"), k.Global("px:cfg")}
 	pipe := rdb.Pipeline()
 	for _, keys := range byName {

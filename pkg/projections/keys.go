@@ -1,7 +1,5 @@
 package projections
 
-import "strconv"
-
 // Keys builds the Redis key names of docs/contract.md sections 4 and 9. Prefix (redis.key_prefix)
 // goes in front of every key, never inside the hash-tag braces. Each
 // projection's file adds the builders of its own keys; this file holds the
@@ -20,17 +18,9 @@ func (k Keys) Global(kind string) string {
 	return k.Prefix + kind + ":{g}"
 }
 
-// Markers is `px:seen:{<tag>}:<hour>`, the key of the idempotency markers
-// of the events of one hour (hours since the Unix epoch): the hour's state;
-// its markers are in the shards `px:seen:{<tag>}:<hour>:<group>:<shard>`.
-func (k Keys) Markers(tag string, hour int64) string {
-	return k.Prefix + "px:seen:{" + tag + "}:" + strconv.FormatInt(hour, 10)
-}
-
-// DaySeen is `px:seen:{u:<user>}:<day>`, the hash of idempotency markers
-// of a user's events of one day that the earlier layout kept (field = event
-// id, value = origin); a consumer honours them until they expire.
-func (k Keys) DaySeen(user, day string) string { return k.Prefix + "px:seen:{u:" + user + "}:" + day }
+// Seen is `px:seen:{u:<user>}:<day>`, the hash of idempotency markers of a
+// user's events of one day.
+func (k Keys) Seen(user, day string) string { return k.Prefix + "px:seen:{u:" + user + "}:" + day }
 
 // Watermarks is `px:wm:{g}`, the hash of per-partition offsets whose global
 // effects are applied.

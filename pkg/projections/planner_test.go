@@ -201,8 +201,7 @@ func TestKeysLayout(t *testing.T) {
 			k.Order("42", "o1"):               u("order") + ":o1",
 			k.Orders("42"):                    u("orders"),
 			k.Trending("2026-12-02T11:15"):    g("trend") + ":2026-12-02T11:15",
-			k.DaySeen("42", "2026-12-02"):     u("px:seen") + ":2026-12-02",
-			k.Markers("s1f", 493656):          k.Prefix + "px:seen:{s1f}:493656",
+			k.Seen("42", "2026-12-02"):        u("px:seen") + ":2026-12-02",
 			k.Watermarks():                    g("px:wm"),
 			k.Meta():                          g("px:meta"),
 		} {

@@ -103,14 +103,14 @@ func (a *base) planMarked(ctx context.Context, recs []apply.Record, ranges []app
 }
 
 // unmarked deduplicates in memory, across the batches of one replay, the
-// records whose idempotency marker is gone (expired): marker (MarkerID)
+// records whose idempotency marker is gone (expired): marker key + event id
 // -> origin of the first such record.
 type unmarked map[string]string
 
 // duplicate reports whether another record with its marker key and event
 // id came before; it remembers it otherwise.
 func (u unmarked) duplicate(it *apply.Item) bool {
-	k := it.MarkerID()
+	k := it.MarkerKey() + "\x00" + it.Record().Event.ID
 	if o, ok := u[k]; ok && o != it.Origin() {
 		return true
 	}
@@ -122,6 +122,6 @@ func (u unmarked) duplicate(it *apply.Item) bool {
 // another origin was applied without a marker before (a copy that the replay
 // reached before a consumer marked this one).
 func (u unmarked) other(it *apply.Item) bool {
-	o, ok := u[it.MarkerID()]
+	o, ok := u[it.MarkerKey()+"\x00"+it.Record().Event.ID]
 	return ok && o != it.Origin()
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"projector/internal/apply"
-	"projector/internal/apply/wire"
 	"projector/internal/testing/applyfix"
 	"projector/internal/testing/testredis"
 	"projector/pkg/events"
@@ -67,18 +66,7 @@ func TestRebuildModes(t *testing.T) {
 	if _, err := a.Apply(ctx, recs, ranges); err != nil {
 		t.Fatal(err)
 	}
-	marker := func(user, id string, op wire.MarkerOp) string { // what the marker of id at ts holds
-		t.Helper()
-		vals, err := a.Markers(ctx, op, []wire.MarkerRef{a.MarkerRef(user, ts.UnixMilli(), id, "")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if op != wire.MarkersGet {
-			return ""
-		}
-		return vals[0]
-	}
-	marker("u5", "e7", wire.MarkersDel) // e7's marker expired
+	rdb.HDel(ctx, "px:seen:{u:u5}:"+day, "e7") // e7's marker expired
 	recs, ranges = batchAt(5, view("e4", "u2", "p1", ts), view("e5", "u3", "p1", ts))
 	if _, err := a.Apply(ctx, recs, ranges); err != nil {
 		t.Fatal(err)
@@ -124,7 +112,7 @@ func TestRebuildModes(t *testing.T) {
 	if got := mustGet(t, rdb, "st:{g}:views:"+day); got != "3" {
 		t.Errorf("global views %s, want 3 (the complete part only)", got)
 	}
-	if v := marker("u5", "e7", wire.MarkersGet); v != "shop.views:0:3~T1" {
+	if v := rdb.HGet(ctx, "px:seen:{u:u5}:"+day, "e7").Val(); v != "shop.views:0:3~T1" {
 		t.Errorf("marker of the record whose marker expired: %q, want it tagged with the rebuild", v)
 	}
 
@@ -155,7 +143,7 @@ func TestRebuildModes(t *testing.T) {
 	if n := rdb.Exists(ctx, "st:{u:u4}:views:"+day).Val(); n != 0 {
 		t.Errorf("a record no consumer had reached was rebuilt")
 	}
-	if v := marker("u4", "e6", wire.MarkersGet); v != "" {
+	if v, _ := rdb.HGet(ctx, "px:seen:{u:u4}:"+day, "e6").Result(); v != "" {
 		t.Errorf("the replayer set a marker after the consumers' watermarks: %q", v)
 	}
 	if got := mustGet(t, rdb, "st:{g}:views:"+day); got != "6" {

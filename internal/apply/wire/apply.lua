@@ -6,11 +6,9 @@
 -- ARGV[1]: the mode. MODE_USER: idempotency markers guard the writes;
 --   MODE_USERS: several users' MODE_USER calls in one;
 --   MODE_GLOBAL: offset watermarks guard the writes; MODE_GLOBAL_GAPS: as
---   MODE_GLOBAL, and a watermark below a range is a gap; MODE_MARKERS: read,
---   delete or set markers without writes. Another mode is an error.
--- MODE_USER: ARGV[2]=n, then the n markers in runs of one hour key (see
---   setMarkers): hourKey, expireAtMs, oldKey, count, then count x
---   (fingerprint, origin[, eventId when oldKey is not '']).
+--   MODE_GLOBAL, and a watermark below a range is a gap. Another mode is an error.
+-- MODE_USER: ARGV[2]=n, then the n markers in runs of one marker hash:
+--   markerKey, expireAtMs, count, then count x (eventId, origin).
 --   If any marker exists, nothing is written and {REPLY_FOUND, i1, v1, i2, v2, ...}
 --   is returned (i: 1-based marker index, v: stored origin). Otherwise all markers
 --   are set, and the write program follows.
@@ -60,221 +58,54 @@ local function bump(k, at, slide)
   end
 end
 
--- Idempotency markers (layout: markers.go). The markers of the events of
--- one hour (of one slot on Cluster) belong to one hour key h: the hash h
--- holds the hour's state, and its markers are spread over G groups (fixed
--- when h is made, from the previous hour's count, so that a group holds
--- about GROUP_MARKERS; chosen by fingerprint bits that are not stored) and,
--- within a group, over the shards h:<group>:<shard> by linear hashing on the
--- first four bytes of the stored fingerprint (a group splits its next shard
--- while it holds more than SHARD_MARKERS per shard). A marker is field = the
--- fingerprint's first 8 bytes, value = its record's origin, as the integer
--- (offset - base) * width + code for the slot of its partition in h
--- (slotCode; field p:<topic:partition> = "<slot> <base>", t:<slot> =
--- topic:partition), or as text when a rebuild tagged it.
-local GROUP_MARKERS = 262144
-local SHARD_MARKERS = 64
-local hours = nil -- hour key -> its state, read once per call
-
--- u32 is the big-endian number of the four bytes of s from i.
-local function u32(s, i)
-  local a, b, c, d = string.byte(s, i, i + 3)
-  return ((a * 256 + b) * 256 + c) * 256 + d
-end
-
--- hourOf returns the state of hour key h, making it (expiring at `at`)
--- when it is missing and make is true (else nil).
-local function hourOf(h, make, at)
-  hours = hours or {}
-  local st = hours[h]
-  if st then return st end
-  st = {G = tonumber(redis.call('HGET', h, 'G')), groups = {}, tps = {}, names = {}}
-  if not st.G then
-    if not make then return nil end
-    local prefix, num = string.match(h, '^(.*):(%d+)$')
-    local prev = tonumber(redis.call('HGET', prefix .. ':' .. format('%.0f', tonumber(num) - 1), 'n') or '0')
-    local g = 1
-    while g * GROUP_MARKERS < prev do g = g * 2 end
-    st.G = g
-    redis.call('HSET', h, 'G', g)
-    redis.call('PEXPIREAT', h, format('%.0f', at))
-  end
-  hours[h] = st
-  return st
-end
-
--- groupOf returns the state of group g of hour h.
-local function groupOf(st, h, g)
-  local gs = st.groups[g]
-  if gs then return gs end
-  local v = redis.call('HMGET', h, 'L' .. g, 's' .. g, 'c' .. g)
-  gs = {g = g, L = tonumber(v[1]) or 0, s = tonumber(v[2]) or 0, c = tonumber(v[3]) or 0, added = 0,
-    key = h .. ':' .. g .. ':'}
-  st.groups[g] = gs
-  return gs
-end
-
--- shardOf returns the shard of group gs that holds the marker with
--- fingerprint fp, and its field.
-local function shardOf(st, h, fp)
-  local gs = groupOf(st, h, u32(fp, 9) % st.G)
-  local x = u32(fp, 1)
-  local n = 2 ^ gs.L
-  local i = x % n
-  if i < gs.s then i = x % (2 * n) end
-  return gs, gs.key .. format('%.0f', i), string.sub(fp, 1, 8)
-end
-
--- slotOf returns {slot, base} of partition tp in hour h, giving it the next
--- slot (based at off) when it has none.
-local function slotOf(st, h, tp, off)
-  local e = st.tps[tp]
-  if e then return e end
-  local v = redis.call('HGET', h, 'p:' .. tp)
-  if v then
-    local slot, base = string.match(v, '^(%d+) (%-?%d+)$')
-    e = {tonumber(slot), tonumber(base)}
-  else
-    local slot = redis.call('HINCRBY', h, 'P', 1) - 1
-    e = {slot, tonumber(off)}
-    redis.call('HSET', h, 'p:' .. tp, slot .. ' ' .. off, 't:' .. slot, tp)
-  end
-  st.tps[tp] = e
-  return e
-end
-
--- The slot of a marker's partition is the low bits of its integer value:
--- 2 bits for the hour's first three partitions, 10 for the next 255, 26
--- for the rest (slotCode), so that one partition's markers cost 2 bits.
-local function slotCode(slot)
-  if slot < 3 then return slot, 4 end
-  if slot < 258 then return (slot - 3) * 4 + 3, 1024 end
-  return (slot - 258) * 1024 + 1023, 67108864
-end
-
--- encode returns what the marker of origin holds in hour h.
-local function encode(st, h, origin)
-  local tp, off, tag = string.match(origin, '^([^:]+:%d+):(%-?%d+)(.*)$')
-  if not tp or tag ~= '' then return origin end
-  local e = slotOf(st, h, tp, off)
-  local code, width = slotCode(e[1])
-  return format('%.0f', (tonumber(off) - e[2]) * width + code)
-end
-
--- decode returns the origin a marker's value v names, as text.
-local function decode(st, h, v)
-  if string.find(v, ':', 1, true) then return v end
-  local n = tonumber(v)
-  local slot, width = n % 4, 4
-  if slot == 3 then
-    slot, width = (n % 1024 - 3) / 4 + 3, 1024
-    if slot == 258 then slot, width = (n % 67108864 - 1023) / 1024 + 258, 67108864 end
-  end
-  local tp = st.names[slot]
-  if tp == nil then
-    tp = redis.call('HGET', h, 't:' .. slot)
-    st.names[slot] = tp
-  end
-  local e = slotOf(st, h, tp, 0)
-  local code = slotCode(slot)
-  return tp .. ':' .. format('%.0f', e[2] + (n - code) / width)
-end
-
--- setMarkers sets the n markers whose runs start at ARGV[i] (a run: hour
--- key, expireAt, old key ('' none), count, then count x
--- (fingerprint, origin), each followed by the event id when the run has an
--- old key: a marker of the earlier layout, field = event id in that hash,
--- counts as existing). HSETNX sets a missing marker and reports an existing
--- one in one call; when any existed, the markers set here are deleted again
--- and {i1, v1, ...} is returned (as in REPLY_FOUND), else nil and the hour
--- and shard keys' expiry is moved. The second result is the index after the
--- runs.
+-- setMarkers sets the n markers whose runs start at ARGV[i]. HSETNX sets a
+-- missing marker and reports an existing one in one call; when any existed,
+-- the markers set here are deleted again and {i1, v1, ...} is returned (as
+-- in REPLY_FOUND), else nil and the marker hashes' expiry is moved. The
+-- second result is the index after the runs.
 local function setMarkers(i, n)
   local found = nil
-  local set = {} -- per marker set here: its shard, field and group
+  local b = i
   local j = 0
   while j < n do
-    local h, at, old, cnt = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], tonumber(ARGV[i + 3])
-    local st = hourOf(h, true, at)
-    i = i + 4
-    local w = old ~= '' and 3 or 2
+    local key, cnt = ARGV[i], tonumber(ARGV[i + 2])
+    i = i + 3
     for _ = 1, cnt do
       j = j + 1
-      local gs, k, f = shardOf(st, h, ARGV[i])
-      if redis.call('HSETNX', k, f, encode(st, h, ARGV[i + 1])) == 1 then
-        set[#set + 1] = k
-        set[#set + 1] = f
-        set[#set + 1] = gs
-        bump(k, at, true)
-        local ov = w == 3 and redis.call('HGET', old, ARGV[i + 2])
-        if ov then
-          found = found or {}
-          found[#found + 1] = j
-          found[#found + 1] = ov
-        end
-      else
+      local v = nil
+      if redis.call('HSETNX', key, ARGV[i], ARGV[i + 1]) == 0 then
+        v = redis.call('HGET', key, ARGV[i])
+      end
+      if v then
         found = found or {}
         found[#found + 1] = j
-        found[#found + 1] = decode(st, h, redis.call('HGET', k, f))
+        found[#found + 1] = v
       end
-      i = i + w
+      i = i + 2
     end
-    bump(h, at, true)
   end
-  if found then
-    for x = 1, #set, 3 do redis.call('HDEL', set[x], set[x + 1]) end
-  else
-    for x = 3, #set, 3 do set[x].added = set[x].added + 1 end
+  -- the runs again: undo them when a marker existed, else move the marker
+  -- hashes' expiry
+  local m = 1 -- the next entry of found
+  j = 0
+  while j < n do
+    local key, cnt = ARGV[b], tonumber(ARGV[b + 2])
+    if found then
+      for k = 1, cnt do
+        -- found lists the existing markers in order: delete only the others
+        if found[m] == j + k then
+          m = m + 2
+        else
+          redis.call('HDEL', key, ARGV[b + 1 + 2 * k])
+        end
+      end
+    else
+      bump(key, tonumber(ARGV[b + 1]))
+    end
+    j = j + cnt
+    b = b + 3 + 2 * cnt
   end
   return found, i
-end
-
--- split moves the markers of group gs's next shard that belong to its new
--- shard (their fingerprint's next bit) there.
-local function split(gs)
-  local n = 2 ^ gs.L
-  local src = gs.key .. format('%.0f', gs.s)
-  local all = redis.call('HGETALL', src)
-  local moved, fields = {}, {}
-  for x = 1, #all, 2 do
-    if u32(all[x], 1) % (2 * n) ~= gs.s then
-      moved[#moved + 1] = all[x]
-      moved[#moved + 1] = all[x + 1]
-      fields[#fields + 1] = all[x]
-    end
-  end
-  if #fields > 0 then
-    local dst = gs.key .. format('%.0f', gs.s + n)
-    redis.call('HSET', dst, unpack(moved))
-    -- the new shard expires with its markers' shard: at its expiry, or at
-    -- the one this call moves it to (a shard made in this call has none yet)
-    local at = redis.call('PEXPIRETIME', src)
-    if at > 0 then redis.call('PEXPIREAT', dst, at) end
-    if exp[src] then bump(dst, exp[src], true) end
-    redis.call('HDEL', src, unpack(fields))
-  end
-  gs.s = gs.s + 1
-  if gs.s == n then gs.L, gs.s = gs.L + 1, 0 end
-end
-
--- settleMarkers counts the markers set in this call into their hours and
--- groups, splitting shards while a group holds more than SHARD_MARKERS per
--- shard.
-local function settleMarkers()
-  if not hours then return end
-  for h, st in pairs(hours) do
-    local total = 0
-    for g, gs in pairs(st.groups) do
-      if gs.added > 0 then
-        gs.c = gs.c + gs.added
-        total = total + gs.added
-        gs.added = 0
-        while gs.c > SHARD_MARKERS * (2 ^ gs.L + gs.s) do split(gs) end
-        redis.call('HSET', h, 'L' .. g, gs.L, 's' .. g, gs.s, 'c' .. g, gs.c)
-      end
-    end
-    if total > 0 then redis.call('HINCRBY', h, 'n', total) end
-  end
 end
 
 -- guards caches the guard values a program read (see KIND_ZADDMAX).
@@ -494,7 +325,6 @@ if mode == MODE_USER then
     return found
   end
   local applied = program(i, #ARGV)
-  settleMarkers()
   expire()
   return {REPLY_APPLIED, applied}
 elseif mode == MODE_USERS then
@@ -514,7 +344,6 @@ elseif mode == MODE_USERS then
     end
     i = stop + 1
   end
-  settleMarkers()
   expire()
   if out then
     out[2] = applied
@@ -580,40 +409,6 @@ elseif mode == MODE_GLOBAL or mode == MODE_GLOBAL_GAPS then
   local applied = program(h + 1 + 2 * m, #ARGV)
   expire()
   return {REPLY_APPLIED, applied}
-elseif mode == MODE_MARKERS then
-  -- ARGV[2]: the operation (get, del or put), ARGV[3]: n, then n x (hour
-  -- key, fingerprint, old key ('' none), event id, value). get returns each
-  -- marker's origin ('' when none; an old-layout marker counts); del deletes
-  -- the markers (of both layouts); put sets each to value (its hour exists).
-  local op, out, i = ARGV[2], {}, 4
-  for x = 1, tonumber(ARGV[3]) do
-    local h, fp, old, id = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-    local st = hourOf(h, false)
-    local v = nil
-    if st then
-      local _, k, f = shardOf(st, h, fp)
-      if op == 'get' then
-        v = redis.call('HGET', k, f)
-        if v then v = decode(st, h, v) end
-      elseif op == 'del' then
-        redis.call('HDEL', k, f)
-      elseif op == 'put' then
-        redis.call('HSET', k, f, ARGV[i + 4])
-      end
-    elseif op == 'put' then
-      return redis.error_reply('projector: no hour key ' .. h)
-    end
-    if old ~= '' then
-      if op == 'get' and not v then
-        v = redis.call('HGET', old, id)
-      elseif op == 'del' then
-        redis.call('HDEL', old, id)
-      end
-    end
-    out[x] = v or ''
-    i = i + 5
-  end
-  return out
 else
   return redis.error_reply('projector: unknown mode ' .. tostring(mode))
 end

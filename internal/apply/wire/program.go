@@ -214,47 +214,14 @@ func ArgCount(ws []projections.Write) int {
 	return n
 }
 
-// AppendMarkerRun begins a run of n markers of one hour key and expiry
-// (Unix ms): hour, expiry, old (the hash of the earlier layout that may hold these markers, "" when
-// none), n; each marker of the run follows by AppendMarker. The pointers
-// are sent as they are: what they point to must not change until the
-// command has been sent.
-func AppendMarkerRun(args []any, hour *string, expireAt *int64, old *string, n int) []any {
-	return append(args, hour, expireAt, old, n)
+// AppendMarkerRun begins a run of n markers of one marker hash and expiry
+// (Unix ms): hash, expiry, n; each marker of the run follows by
+// AppendMarker. The pointers are sent as they are: what they point to must
+// not change until the command has been sent.
+func AppendMarkerRun(args []any, hash *string, expireAt *int64, n int) []any {
+	return append(args, hash, expireAt, n)
 }
 
-// AppendMarker encodes one marker of a run: the event's fingerprint and the
-// record's origin, and the event id when the run has an old hash (withID).
-func AppendMarker(args []any, fp, origin, id *string, withID bool) []any {
-	if withID {
-		return append(args, fp, origin, id)
-	}
-	return append(args, fp, origin)
-}
-
-// MarkerOp is what a ModeMarkers call does with each marker.
-type MarkerOp string
-
-// The marker operations.
-const (
-	MarkersGet MarkerOp = "get" // reply: each marker's origin ("" when none)
-	MarkersDel MarkerOp = "del" // delete the markers (of both layouts)
-	MarkersPut MarkerOp = "put" // set each to its value (its hour key exists)
-)
-
-// MarkerRef names one marker for MarkersCall: its hour key and
-// fingerprint, and the hash of the earlier layout with the event id (Old
-// "" when none); Value is what MarkersPut sets.
-type MarkerRef struct {
-	Hour, FP, Old, ID, Value string
-}
-
-// MarkersCall returns the arguments after the keys of a ModeMarkers call
-// of op on the markers ms.
-func MarkersCall(args []any, op MarkerOp, ms []MarkerRef) []any {
-	args = append(args, ModeMarkers.Arg(), string(op), len(ms))
-	for _, m := range ms {
-		args = append(args, m.Hour, m.FP, m.Old, m.ID, m.Value)
-	}
-	return args
-}
+// AppendMarker encodes one marker of a run: the event id (the hash field)
+// and the record's origin (its value).
+func AppendMarker(args []any, id, origin *string) []any { return append(args, id, origin) }

@@ -42,9 +42,6 @@ const (
 	// watermark lies below a range's first offset - 1 (a gap). The seal
 	// script takes the same two modes.
 	ModeGlobalGaps Mode = "G"
-	// ModeMarkers reads, deletes or sets idempotency markers, nothing else
-	// (MarkersCall).
-	ModeMarkers Mode = "m"
 )
 
 // Arg is m as a script argument.
@@ -54,7 +51,7 @@ func (m Mode) Arg() any { return string(m) }
 var modes = []struct {
 	lua string
 	m   Mode
-}{{"MODE_USER", ModeUser}, {"MODE_USERS", ModeUsers}, {"MODE_GLOBAL", ModeGlobal}, {"MODE_GLOBAL_GAPS", ModeGlobalGaps}, {"MODE_MARKERS", ModeMarkers}}
+}{{"MODE_USER", ModeUser}, {"MODE_USERS", ModeUsers}, {"MODE_GLOBAL", ModeGlobal}, {"MODE_GLOBAL_GAPS", ModeGlobalGaps}}
 
 // ReplyCode is the first element of every reply of the apply and seal scripts.
 type ReplyCode int64

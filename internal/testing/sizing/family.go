@@ -55,10 +55,8 @@ func Family(key, prefix string) (string, Class) {
 		return statFamily(key, tag)
 	}
 	switch {
-	case kind == "px:seen" && tag == 'u': // the earlier layout, by user and day
+	case tag == 'u' && kind == "px:seen":
 		return kind + ":{u}", Markers
-	case kind == "px:seen": // by hour: the hour's state and its shards
-		return kind, Markers
 	case tag == 'u':
 		return kind + ":{u}", PerUser
 	case tag == 'g' && strings.HasPrefix(kind, "px:"):
