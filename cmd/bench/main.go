@@ -167,15 +167,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 // cost per event (Redis + its own CPU + the broker CPU it causes).
 func printShares(w io.Writer, res bench.Result) {
 	rates := map[int]bool{}
-	alone := map[[2]int]float64{} // the load generator's alone by round and rate
-	for _, s := range res.Shares {
-		if s.Reader == bench.ReaderNone {
-			alone[[2]int{s.Round, s.Rate}] = s.BrokerCPU
-		}
-	}
 	for _, s := range res.Shares {
 		fmt.Fprintf(w, "broker round %d, %d ev/s, %-8s: %6.2f us/ev (+%.2f caused), %5.0f fetch requests/s\n",
-			s.Round, s.Rate, s.Reader, s.BrokerCPU, s.BrokerCPU-alone[[2]int{s.Round, s.Rate}], s.Fetches)
+			s.Round, s.Rate, s.Reader, s.BrokerCPU, res.Caused(s), s.Fetches)
 		rates[s.Rate] = true
 	}
 	for _, rate := range slices.Sorted(maps.Keys(rates)) {

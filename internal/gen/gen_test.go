@@ -290,46 +290,41 @@ func TestMovedDuplicatesAndBackfill(t *testing.T) {
 	}
 }
 
-// TestUUIDs: with UUIDs, every event id is a distinct 36-character
-// version-4 UUID, and the log is otherwise the one without them.
+// TestUUIDs: with UUIDs, every event id is a 36-character version-4 UUID,
+// and the log is otherwise the one without them: the same records, and the
+// same ids repeated (duplicates) as often.
 func TestUUIDs(t *testing.T) {
 	cfg := DefaultConfig()
 	plain := New(cfg).Log(3000)
 	cfg.UUIDs = true
 	uuids := New(cfg).Log(3000)
-	ids := map[string]int{}
 	for i, r := range uuids {
-		if r.Topic != plain[i].Topic || r.Poison != plain[i].Poison || !bytes.Equal(r.Key, plain[i].Key) {
+		if r.Topic != plain[i].Topic || r.Poison != plain[i].Poison || !bytes.Equal(r.Key, plain[i].Key) || (r.ID == "") != (plain[i].ID == "") {
 			t.Fatalf("record %d differs beyond its id: %+v, without UUIDs %+v", i, r, plain[i])
 		}
+		if r.ID != "" && (len(r.ID) != 36 || r.ID[8] != '-' || r.ID[13] != '-' || r.ID[14] != '4' || r.ID[18] != '-' || r.ID[23] != '-') {
+			t.Fatalf("record %d: id %q is not a version-4 UUID", i, r.ID)
+		}
+	}
+	if a, b := idCounts(uuids), idCounts(plain); a != b {
+		t.Errorf("ids: %v (distinct, repeats) with UUIDs, want %v as without", a, b)
+	}
+}
+
+// idCounts returns the number of distinct ids in log and how many records repeat one.
+func idCounts(log []Record) [2]int {
+	seen := map[string]bool{}
+	var out [2]int
+	for _, r := range log {
 		if r.ID == "" {
 			continue
 		}
-		if len(r.ID) != 36 || r.ID[8] != '-' || r.ID[13] != '-' || r.ID[14] != '4' || r.ID[18] != '-' || r.ID[23] != '-' {
-			t.Fatalf("record %d: id %q is not a version-4 UUID", i, r.ID)
-		}
-		ids[r.ID]++
-	}
-	dups := 0
-	for i, r := range plain {
-		if r.ID != "" && uuids[i].ID == "" {
-			t.Fatalf("record %d lost its id", i)
+		if seen[r.ID] {
+			out[1]++
+		} else {
+			seen[r.ID] = true
+			out[0]++
 		}
 	}
-	for _, n := range ids {
-		dups += n - 1
-	}
-	plainIDs := map[string]int{}
-	plainDups := 0
-	for _, r := range plain {
-		if r.ID != "" {
-			plainIDs[r.ID]++
-		}
-	}
-	for _, n := range plainIDs {
-		plainDups += n - 1
-	}
-	if dups != plainDups || len(ids) != len(plainIDs) {
-		t.Errorf("%d distinct UUIDs with %d repeats, want %d and %d as without UUIDs", len(ids), dups, len(plainIDs), plainDups)
-	}
+	return out
 }

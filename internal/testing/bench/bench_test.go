@@ -70,6 +70,12 @@ func TestResultLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if c := r.Caused(r.Shares[5]); c != 10 {
+		t.Errorf("round 3's consumer window caused %v, want 10 (30 - 20 of its round)", c)
+	}
+	if c := r.Caused(BrokerShare{Round: 4, Rate: 10000, Reader: ReaderConsumer, BrokerCPU: 5}); c != 0 {
+		t.Errorf("a window without the load generator's alone in its round caused %v, want 0", c)
+	}
 	for k, v := range map[string]float64{"p50": 102, "p99": 200, "p99_20k": 400, "live_redis_ratio": 1.5, "broker_consumer": 7} {
 		if got[k] != v {
 			t.Errorf("three rounds: %s = %v, want %v", k, got[k], v)

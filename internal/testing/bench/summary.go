@@ -85,6 +85,24 @@ func (r Result) share(reader string, rate, round int) (BrokerShare, bool) {
 	return BrokerShare{}, false
 }
 
+// over returns what window s adds, by the figure f, to the load
+// generator's alone at its rate in its round (false without that window).
+func (r Result) over(s BrokerShare, f func(BrokerShare) float64) (float64, bool) {
+	none, ok := r.share(ReaderNone, s.Rate, s.Round)
+	if !ok {
+		return 0, false
+	}
+	return f(s) - f(none), true
+}
+
+// Caused is the broker CPU per event that window s's reader caused: its
+// CPU minus the load generator's alone at its rate in its round (0 without
+// that window).
+func (r Result) Caused(s BrokerShare) float64 {
+	x, _ := r.over(s, func(s BrokerShare) float64 { return s.BrokerCPU })
+	return x
+}
+
 // overAlone returns the median over the rounds of what reader's window at
 // rate adds to the load generator's alone in the same round, by the figure
 // f (0 without such pairs).
@@ -94,8 +112,8 @@ func (r Result) overAlone(reader string, rate int, f func(BrokerShare) float64) 
 		if s.Reader != reader || s.Rate != rate {
 			continue
 		}
-		if none, ok := r.share(ReaderNone, rate, s.Round); ok {
-			xs = append(xs, f(s)-f(none))
+		if x, ok := r.over(s, f); ok {
+			xs = append(xs, x)
 		}
 	}
 	if len(xs) == 0 {
