@@ -8,44 +8,106 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
+	"projector/internal/offsets"
 	"projector/internal/records"
 )
 
 // committer commits the offsets of applied batches, in order, in a goroutine
 // of its own, so the next batch is applied while the broker commits the last
-// one. At most one batch waits for its commit; a third waits in add.
+// one. A commit is a write to the broker's offsets log, so on live traffic
+// (a batch every few milliseconds) it commits at most once per CommitEvery:
+// the batches applied meanwhile are gathered and their highest offsets
+// committed together. Committing later costs nothing but records delivered
+// again after a crash, which their idempotency markers make harmless, with
+// two exceptions that the consumer hands over as such:
+//   - a batch that dead-lettered poison is committed at once, with the ones
+//     gathered before it: the marks that keep a redelivered poison record
+//     from being dead-lettered twice live in Redis, which can go back in
+//     time, so its commit keeps that window as short as a batch's;
+//   - when Redis is found to have gone back in time, the batches gathered
+//     are dropped, not committed: they were applied to the state Redis lost,
+//     and a commit must not cover records Redis no longer holds (the repair
+//     applies them again, and a later batch's commit covers them; when the
+//     loss is beyond repair, the replay starts from the committed offsets).
 type committer struct {
-	jobs     chan []kafka.Message
+	jobs     chan commitJob
 	finished chan struct{}
 	mu       sync.Mutex
 	err      error // the commit that failed for good; later batches are not committed
 }
 
+// commitJob is what the consumer hands the committer: an applied batch,
+// to be committed at once or with the next gathered commit, or (drop) the
+// order to forget the batches gathered so far.
+type commitJob struct {
+	msgs []kafka.Message
+	now  bool
+	drop bool
+}
+
 // startCommitter starts committing through to; after ctx ends, the batches
 // handed over are still committed for up to ShutdownGrace (see close).
 func (c *Consumer) startCommitter(ctx context.Context, to Committer) *committer {
-	cm := &committer{jobs: make(chan []kafka.Message, 1), finished: make(chan struct{})}
+	cm := &committer{jobs: make(chan commitJob, 1), finished: make(chan struct{})}
 	go func() {
 		defer close(cm.finished)
 		wctx, cancel := c.workContext(ctx)
 		defer cancel()
-		for msgs := range cm.jobs {
-			if cm.failed() != nil {
-				continue // commit nothing after a gap
+		var last time.Time // when the last commit started
+		for job := range cm.jobs {
+			pending := map[offsets.TopicPartition]kafka.Message{}
+			open := true
+			if !job.drop {
+				records.AddHighest(pending, job.msgs)
+				if !job.now {
+					open = cm.gather(pending, time.Until(last.Add(c.opts.CommitEvery)))
+				}
 			}
-			start := time.Now()
-			if err := c.commit(wctx, to, msgs); err != nil {
-				cm.mu.Lock()
-				cm.err = err
-				cm.mu.Unlock()
-				continue
+			if len(pending) > 0 && cm.failed() == nil { // nothing is committed after a failed commit
+				last = time.Now()
+				if err := c.commit(wctx, to, pending); err != nil {
+					cm.mu.Lock()
+					cm.err = err
+					cm.mu.Unlock()
+				} else if took := time.Since(last); took > slowBatch {
+					c.log.Warn("slow offset commit", zap.Int("partitions", len(pending)), zap.Duration("took", took))
+				}
 			}
-			if took := time.Since(start); took > slowBatch {
-				c.log.Warn("slow offset commit", zap.Int("records", len(msgs)), zap.Duration("took", took))
+			if !open {
+				return
 			}
 		}
 	}()
 	return cm
+}
+
+// gather adds to pending the highest offsets of the batches handed over
+// within wait, until one is to be committed at once; a drop empties it. It
+// reports false when close ended the wait.
+func (cm *committer) gather(pending map[offsets.TopicPartition]kafka.Message, wait time.Duration) bool {
+	if wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return true
+		case job, ok := <-cm.jobs:
+			switch {
+			case !ok:
+				return false
+			case job.drop:
+				clear(pending)
+			default:
+				records.AddHighest(pending, job.msgs)
+				if job.now {
+					return true
+				}
+			}
+		}
+	}
 }
 
 func (cm *committer) failed() error {
@@ -54,26 +116,32 @@ func (cm *committer) failed() error {
 	return cm.err
 }
 
-// add hands an applied batch over for its commit; it fails once a commit has.
-func (cm *committer) add(msgs []kafka.Message) error {
+// add hands an applied batch over for its commit, at once when now (it
+// dead-lettered poison); it fails once a commit has.
+func (cm *committer) add(msgs []kafka.Message, now bool) error {
 	if err := cm.failed(); err != nil {
 		return err
 	}
-	cm.jobs <- msgs
+	cm.jobs <- commitJob{msgs: msgs, now: now}
 	return nil
 }
 
-// close waits until every batch handed over is committed (or a commit failed
-// for good) and returns that failure.
+// drop forgets the batches handed over and not yet committed: Redis went
+// back in time, and their records may be among those it lost.
+func (cm *committer) drop() {
+	cm.jobs <- commitJob{drop: true}
+}
+
+// close commits the batches handed over at once, waits until they are
+// committed (or a commit failed for good) and returns that failure.
 func (cm *committer) close() error {
 	close(cm.jobs)
 	<-cm.finished
 	return cm.failed()
 }
 
-// commit commits, through to, the highest offset of every partition in the batch.
-func (c *Consumer) commit(ctx context.Context, to Committer, msgs []kafka.Message) error {
-	last := records.Highest(msgs)
+// commit commits, through to, the offset after each partition's record in last.
+func (c *Consumer) commit(ctx context.Context, to Committer, last map[offsets.TopicPartition]kafka.Message) error {
 	out := make([]kafka.Message, 0, len(last))
 	for _, m := range last {
 		out = append(out, m)

@@ -53,6 +53,9 @@ type Options struct {
 	// ShutdownGrace bounds how long a batch in flight may still retry Redis
 	// after the context ends (default 30s); past it the batch is left uncommitted.
 	ShutdownGrace time.Duration
+	// CommitEvery is the least time between two offset commits (default
+	// 1s); the batches applied meanwhile are committed together.
+	CommitEvery time.Duration
 	// PoisonNote, when set, says why poison records are expected (the
 	// embedded demo generates them): each is then logged at debug level,
 	// and every interval gets one short summary line ending with the note.
@@ -128,6 +131,9 @@ func newPoisonLog(log *zap.Logger, note string) *logsample.Limiter {
 func (opts Options) withDefaults() Options {
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = 30 * time.Second
+	}
+	if opts.CommitEvery <= 0 {
+		opts.CommitEvery = time.Second
 	}
 	if opts.Kafka == nil {
 		opts.Kafka = kafkaconn.Plain(opts.Brokers)
@@ -237,6 +243,7 @@ func (c *Consumer) consume(ctx context.Context, stop <-chan struct{}, want chan<
 		case <-stop:
 			return nil
 		case ls := <-lostJobs:
+			cm.drop()
 			if err := c.repairLost(ctx, ls); err != nil {
 				return err
 			}

@@ -64,7 +64,74 @@ func TestRedeliveredBatchAppliesAndDeadLettersOnce(t *testing.T) {
 	}
 	wantCount(t, r.m.DeadLettered.WithLabelValues("views"), 1, "dead-lettered metric")
 	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 3, tp("orders", 1): 8})
-	wantCount(t, r.m.Commits, 2, "commits (one per batch)")
+	wantCount(t, r.m.Commits, 2, "commits (each batch at once: it had poison)")
+}
+
+func TestCommitsGatherTheBatchesAppliedMeanwhile(t *testing.T) {
+	r := newRig(t)
+	r.c.opts.CommitEvery = time.Hour // only the first batch and close commit
+	batches := [][]kafka.Message{
+		{event(t, "views", 0, 0, "e0")},
+		{event(t, "views", 0, 1, "e1"), event(t, "orders", 1, 4, "e2")},
+		{event(t, "views", 0, 2, "e3")},
+		{event(t, "orders", 1, 5, "e4")},
+	}
+	if err := r.run(t.Context(), batches...); err != nil {
+		t.Fatal(err)
+	}
+	wantCount(t, r.m.Commits, 2, "commits (the first batch, then the three applied meanwhile together when closing)")
+	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 3, tp("orders", 1): 6})
+	if n := r.applier.effects(); n != 5 {
+		t.Errorf("records applied %d times, want 5", n)
+	}
+}
+
+func TestPoisonCommitsAtOnce(t *testing.T) {
+	r := newRig(t)
+	r.c.opts.CommitEvery = time.Hour
+	ctx := t.Context()
+	cm := r.c.startCommitter(ctx, r.commits)
+	for _, b := range [][]kafka.Message{{event(t, "views", 0, 0, "e0")}, {event(t, "views", 0, 1, "e1")},
+		{event(t, "orders", 1, 4, "e2"), poison("orders", 1, 5)}} {
+		if err := r.c.process(ctx, b, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for r.commits.count() < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	// the first batch at once (no commit before it), the second gathered,
+	// the third committed at once with it, before close
+	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 2, tp("orders", 1): 6})
+	if err := cm.close(); err != nil {
+		t.Fatal(err)
+	}
+	wantCount(t, r.m.Commits, 2, "commits")
+}
+
+func TestRefusedBatchDropsTheGatheredCommits(t *testing.T) {
+	r := newRig(t)
+	r.c.opts.CommitEvery = time.Hour
+	r.applier.gaps = map[int64]bool{9: true}
+	batches := [][]kafka.Message{
+		{event(t, "views", 0, 0, "e0")},
+		{event(t, "views", 0, 1, "e1"), event(t, "orders", 1, 4, "e2")}, // gathered, then dropped
+		{event(t, "orders", 1, 9, "e3")},                                // Redis went back in time
+	}
+	if err := r.run(t.Context(), batches...); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.j.list(); !slices.Contains(got, "gap") {
+		t.Fatalf("journal %v: the gap was not reported", got)
+	}
+	// views:0 stays at the first batch's commit: the second batch's records
+	// may be among those Redis lost, so no commit covers them until a later
+	// batch of that partition is applied
+	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 1, tp("orders", 1): 10})
+	if n := r.applier.effects(); n != 4 {
+		t.Errorf("records applied %d times, want 4", n)
+	}
 }
 
 func TestRebalanceRedeliveryInsideOneBatch(t *testing.T) {
@@ -127,7 +194,7 @@ func TestFailedCommitStopsLaterCommits(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "commit") {
 		t.Fatalf("close = %v, want the commit failure", err)
 	}
-	if err := cm.add([]kafka.Message{event(t, "views", 0, 7, "e3")}); err == nil {
+	if err := cm.add([]kafka.Message{event(t, "views", 0, 7, "e3")}, false); err == nil {
 		t.Error("a batch was accepted for commit after a commit failed for good")
 	}
 	wantOffsets(t, r, map[offsets.TopicPartition]int64{})

@@ -167,15 +167,25 @@ type fakeApplier struct {
 	origins map[string]string // event id -> origin
 	applied int
 	batches [][]apply.Record
+	// gaps: the next Apply of a batch whose first range starts at one of
+	// these offsets reports that Redis went back in time to just below it
+	// (a gap with nothing lost before the batch).
+	gaps map[int64]bool
 }
 
-func (f *fakeApplier) Apply(_ context.Context, recs []apply.Record, _ []apply.Range) (apply.Result, error) {
+func (f *fakeApplier) Apply(_ context.Context, recs []apply.Record, ranges []apply.Range) (apply.Result, error) {
 	if f.fail() {
 		f.j.add("apply failed")
 		return apply.Result{}, errDown
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if len(ranges) > 0 && f.gaps[ranges[0].First] {
+		delete(f.gaps, ranges[0].First)
+		f.j.add("gap")
+		r := ranges[0]
+		return apply.Result{}, &apply.GapError{Gaps: []apply.Gap{{Topic: r.Topic, Partition: r.Partition, Applied: r.First - 1}}}
+	}
 	f.batches = append(f.batches, recs)
 	res := apply.Result{Outcomes: make([]apply.Outcome, len(recs))}
 	for i, r := range recs {

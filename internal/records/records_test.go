@@ -52,9 +52,10 @@ func TestSplit(t *testing.T) {
 	if fmt.Sprint(ranges) != fmt.Sprint(want) {
 		t.Errorf("ranges = %v, want %v", ranges, want)
 	}
-	high := Highest(msgs)
+	high := map[offsets.TopicPartition]kafka.Message{}
+	AddHighest(high, msgs)
 	if len(high) != 3 || high[offsets.TopicPartition{Topic: "a", Partition: 0}].Offset != 5 {
-		t.Errorf("Highest = %v, want a:0 at 5 among 3 partitions", high)
+		t.Errorf("AddHighest = %v, want a:0 at 5 among 3 partitions", high)
 	}
 }
 
@@ -77,8 +78,10 @@ func TestSplitCountsSkippedOffsets(t *testing.T) {
 	if fmt.Sprint(ranges) != fmt.Sprint(want) {
 		t.Errorf("ranges = %v, want %v", ranges, want)
 	}
-	if h := Highest(msgs); h[offsets.TopicPartition{Topic: "a", Partition: 0}].Offset != 16 || h[offsets.TopicPartition{Topic: "b", Partition: 2}].Offset != 9 {
-		t.Errorf("Highest = %v, want a:0 at 16 and b:2 at 9", h)
+	h := map[offsets.TopicPartition]kafka.Message{}
+	AddHighest(h, msgs)
+	if h[offsets.TopicPartition{Topic: "a", Partition: 0}].Offset != 16 || h[offsets.TopicPartition{Topic: "b", Partition: 2}].Offset != 9 {
+		t.Errorf("AddHighest = %v, want a:0 at 16 and b:2 at 9", h)
 	}
 }
 

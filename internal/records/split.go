@@ -55,16 +55,14 @@ func Split(msgs []kafka.Message, maxBytes int) ([]offsets.Record, []Poison, []of
 	return recs, bad, ranges
 }
 
-// Highest returns the message with the highest offset of each partition
-// among msgs (a placeholder of skipped offsets included: committing it
-// commits past them).
-func Highest(msgs []kafka.Message) map[offsets.TopicPartition]kafka.Message {
-	last := map[offsets.TopicPartition]kafka.Message{}
+// AddHighest keeps in last, for each partition of msgs, its message of the
+// highest offset seen so far (a placeholder of skipped offsets included:
+// committing it commits past them).
+func AddHighest(last map[offsets.TopicPartition]kafka.Message, msgs []kafka.Message) {
 	for _, m := range msgs {
 		tp := Of(m)
 		if l, ok := last[tp]; !ok || m.Offset > l.Offset {
 			last[tp] = m
 		}
 	}
-	return last
 }
