@@ -8,6 +8,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
+	"projector/internal/coord"
 	"projector/internal/offsets"
 	"projector/internal/records"
 )
@@ -24,11 +25,13 @@ import (
 //     gathered before it: the marks that keep a redelivered poison record
 //     from being dead-lettered twice live in Redis, which can go back in
 //     time, so its commit keeps that window as short as a batch's;
-//   - when Redis is found to have gone back in time, the batches gathered
-//     are dropped, not committed: they were applied to the state Redis lost,
-//     and a commit must not cover records Redis no longer holds (the repair
-//     applies them again, and a later batch's commit covers them; when the
-//     loss is beyond repair, the replay starts from the committed offsets).
+//   - when Redis is found to have gone back in time or not ready (its status
+//     in px:meta:{g}, read again before each commit), the batches gathered
+//     are dropped, not committed: they may have been applied to a state Redis
+//     lost, and a replay rebuilds up to the committed offsets, so a commit
+//     must not cover records that no replay and no repair applies again (the
+//     consumer reads them again: a repair applies them, or after a replay it
+//     resumes from the committed offsets).
 type committer struct {
 	jobs     chan commitJob
 	finished chan struct{}
@@ -63,7 +66,7 @@ func (c *Consumer) startCommitter(ctx context.Context, to Committer) *committer 
 					open = cm.gather(pending, time.Until(last.Add(c.opts.CommitEvery)))
 				}
 			}
-			if len(pending) > 0 && cm.failed() == nil { // nothing is committed after a failed commit
+			if len(pending) > 0 && cm.failed() == nil && c.stillReady(wctx) { // nothing is committed after a failed commit
 				last = time.Now()
 				if err := c.commit(wctx, to, pending); err != nil {
 					cm.mu.Lock()
@@ -127,7 +130,7 @@ func (cm *committer) add(msgs []kafka.Message, now bool) error {
 }
 
 // drop forgets the batches handed over and not yet committed: Redis went
-// back in time, and their records may be among those it lost.
+// back in time or is not ready, and their records may be among those it lost.
 func (cm *committer) drop() {
 	cm.jobs <- commitJob{drop: true}
 }
@@ -138,6 +141,18 @@ func (cm *committer) close() error {
 	close(cm.jobs)
 	<-cm.finished
 	return cm.failed()
+}
+
+// stillReady reports whether px:meta:{g} says ready, so that gathered
+// batches are committed (a replay may be starting from the committed offsets
+// otherwise; a status that cannot be read counts as not ready).
+func (c *Consumer) stillReady(ctx context.Context) bool {
+	status, err := c.meta.Status(ctx)
+	if err != nil || status != coord.StatusReady {
+		c.log.Info("batches applied but not committed: projections not ready, they are read again", zap.String("status", status), zap.Error(err))
+		return false
+	}
+	return true
 }
 
 // commit commits, through to, the offset after each partition's record in last.

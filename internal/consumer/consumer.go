@@ -6,6 +6,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -166,15 +167,21 @@ func (c *Consumer) Run(ctx context.Context) error {
 	c.log.Info("consuming", zap.Strings("topics", c.opts.Topics), zap.String("group", c.opts.GroupID),
 		zap.Int("batch_max_events", c.opts.MaxEvents), zap.Duration("batch_max_wait", c.opts.MaxWait))
 	var parts map[string]int
-	for {
-		var ok bool
-		if parts, ok = c.topics.next(ctx, parts); !ok {
-			return nil
+	for reread := false; ; {
+		if !reread {
+			var ok bool
+			if parts, ok = c.topics.next(ctx, parts); !ok {
+				return nil
+			}
+			if len(parts) == 0 {
+				continue // every topic vanished: wait for one
+			}
 		}
-		if len(parts) == 0 {
-			continue // every topic vanished: wait for one
+		err := c.session(ctx, parts, lostJobs)
+		if reread = errors.Is(err, errReread); reread {
+			continue
 		}
-		if err := c.session(ctx, parts, lostJobs); err != nil || ctx.Err() != nil {
+		if err != nil || ctx.Err() != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 
+	"projector/internal/coord"
 	"projector/internal/offsets"
 )
 
@@ -132,6 +134,62 @@ func TestRefusedBatchDropsTheGatheredCommits(t *testing.T) {
 	if n := r.applier.effects(); n != 4 {
 		t.Errorf("records applied %d times, want 4", n)
 	}
+}
+
+// TestReplayMakesTheConsumerReadAgain: Redis refused a batch because it
+// lost its data or went back in time beyond repair; once a replay rebuilt it
+// up to the committed offsets, the consumer reads again from them (errReread)
+// instead of applying the batch it held, and the batches it had applied but
+// not committed stay uncommitted.
+func TestReplayMakesTheConsumerReadAgain(t *testing.T) {
+	for _, status := range []string{"", coord.StatusRolledBack, coord.StatusRebuilding} {
+		r := newRig(t)
+		r.c.opts.CommitEvery = time.Hour
+		ctx := t.Context()
+		cm := r.c.startCommitter(ctx, r.commits)
+		if err := r.c.process(ctx, []kafka.Message{event(t, "views", 0, 0, "e0")}, cm); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.c.process(ctx, []kafka.Message{event(t, "views", 0, 1, "e1")}, cm); err != nil {
+			t.Fatal(err)
+		}
+		r.applier.notReady = []string{status} // the meta says ready again at once (the fake's status)
+		err := r.c.process(ctx, []kafka.Message{event(t, "views", 0, 2, "e2")}, cm)
+		if !errors.Is(err, errReread) {
+			t.Fatalf("status %q: process = %v, want errReread", status, err)
+		}
+		if err := cm.close(); err != nil {
+			t.Fatal(err)
+		}
+		wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 1}) // the first batch only
+	}
+	// a handover's pause: the held batch is applied after it
+	r := newRig(t)
+	r.applier.notReady = []string{coord.StatusPaused}
+	if err := r.run(t.Context(), []kafka.Message{event(t, "views", 0, 0, "e0")}); err != nil {
+		t.Fatal(err)
+	}
+	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 1})
+}
+
+// TestNotReadyCommitsNothing: batches gathered while the projections
+// stopped being ready are not committed (a replay may have read the
+// committed offsets already).
+func TestNotReadyCommitsNothing(t *testing.T) {
+	r := newRig(t)
+	r.c.opts.CommitEvery = time.Hour
+	ctx := t.Context()
+	cm := r.c.startCommitter(ctx, r.commits)
+	for _, b := range [][]kafka.Message{{event(t, "views", 0, 0, "e0")}, {event(t, "views", 0, 1, "e1")}} {
+		if err := r.c.process(ctx, b, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.meta.setStatus(coord.StatusRolledBack)
+	if err := cm.close(); err != nil {
+		t.Fatal(err)
+	}
+	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 1}) // the first batch, committed at once
 }
 
 func TestRebalanceRedeliveryInsideOneBatch(t *testing.T) {

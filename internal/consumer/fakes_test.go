@@ -171,6 +171,9 @@ type fakeApplier struct {
 	// these offsets reports that Redis went back in time to just below it
 	// (a gap with nothing lost before the batch).
 	gaps map[int64]bool
+	// notReady: the next Apply calls refuse their batch with these meta
+	// statuses, one each.
+	notReady []string
 }
 
 func (f *fakeApplier) Apply(_ context.Context, recs []apply.Record, ranges []apply.Range) (apply.Result, error) {
@@ -180,6 +183,12 @@ func (f *fakeApplier) Apply(_ context.Context, recs []apply.Record, ranges []app
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if len(f.notReady) > 0 {
+		status := f.notReady[0]
+		f.notReady = f.notReady[1:]
+		f.j.add("not ready")
+		return apply.Result{}, &apply.NotReadyError{Status: status}
+	}
 	if len(ranges) > 0 && f.gaps[ranges[0].First] {
 		delete(f.gaps, ranges[0].First)
 		f.j.add("gap")

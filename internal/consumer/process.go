@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"projector/internal/apply"
+	"projector/internal/coord"
 	"projector/internal/offsets"
 	"projector/internal/records"
 )
@@ -96,6 +97,9 @@ func (c *Consumer) process(ctx context.Context, msgs []kafka.Message, cm *commit
 			if err := c.waitReady(ctx); err != nil {
 				return err
 			}
+			if nr.Status != coord.StatusPaused {
+				return errReread // a replay rebuilt Redis up to the committed offsets
+			}
 		}
 	})
 	applyTook := time.Since(start)
@@ -106,6 +110,9 @@ func (c *Consumer) process(ctx context.Context, msgs []kafka.Message, cm *commit
 		if errors.Is(err, errShutdown) {
 			c.log.Warn("stopping with a batch not applied: it stays uncommitted")
 			return nil
+		}
+		if errors.Is(err, errReread) {
+			c.log.Info("projections ready again: reading from the committed offsets")
 		}
 		return err
 	}
@@ -135,7 +142,7 @@ func (c *Consumer) retry(ctx context.Context, what string, f func(context.Contex
 	backoff := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := f(ctx)
-		if errors.Is(err, errShutdown) {
+		if errors.Is(err, errShutdown) || errors.Is(err, errReread) {
 			return err
 		}
 		if err == nil {

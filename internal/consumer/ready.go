@@ -30,6 +30,14 @@ type Meta interface {
 // errShutdown ends a wait for readiness because the consumer is stopping.
 var errShutdown = errors.New("shutting down while projections are not ready")
 
+// errReread ends a session after Redis was not ready for a reason other
+// than a handover's pause (its data lost, gone back in time beyond repair,
+// a replay running): a replay rebuilds the projections up to the group's
+// committed offsets, so the consumer reads again from them (the records it
+// applied but did not commit are not in Redis any more), not from the batch
+// it held.
+var errReread = errors.New("projections rebuilt: read again from the committed offsets")
+
 // readiness tracks whether Redis holds usable projections (docs/contract.md section 6).
 type readiness struct {
 	check sync.Mutex // serializes checkMeta, so the last report is the latest read
