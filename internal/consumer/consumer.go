@@ -114,7 +114,7 @@ func New(opts Options, applier Applier, meta Meta, gate DLQGate, m *obs.Metrics,
 func NewWith(opts Options, k Kafka, applier Applier, meta Meta, gate DLQGate, m *obs.Metrics, h *obs.Health, log *zap.Logger) *Consumer {
 	opts = opts.withDefaults()
 	return &Consumer{opts: opts, kafka: k, applier: applier, meta: meta, gate: gate, metrics: m, health: h, log: log,
-		owner: records.UniqueName(), topics: newTopicWatch(opts.Topics, h, log),
+		owner: records.UniqueName(), topics: newTopicWatch(opts.Topics, h, log), ready: readiness{rebuilt: make(chan struct{}, 1)},
 		poisonLog: newPoisonLog(log, opts.PoisonNote)}
 }
 
@@ -221,6 +221,10 @@ func (c *Consumer) session(ctx context.Context, parts map[string]int, lostJobs <
 	var fetchers sync.WaitGroup
 	fetchers.Go(func() { c.pump(fctx, records) })
 	fetchers.Go(func() { c.batch(fctx, records, want, batches) })
+	select {
+	case <-c.ready.rebuilt: // this session reads from the committed offsets anyway
+	default:
+	}
 	cm := c.startCommitter(ctx, c.reader)
 	err := c.consume(ctx, changed, want, batches, lostJobs, cm)
 	stopFetching()
@@ -249,8 +253,9 @@ func (c *Consumer) consume(ctx context.Context, stop <-chan struct{}, want chan<
 			return nil
 		case <-stop:
 			return nil
+		case <-c.ready.rebuilt:
+			return errReread
 		case ls := <-lostJobs:
-			cm.drop()
 			if err := c.repairLost(ctx, ls); err != nil {
 				return err
 			}

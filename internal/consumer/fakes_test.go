@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -174,6 +175,23 @@ type fakeApplier struct {
 	// notReady: the next Apply calls refuse their batch with these meta
 	// statuses, one each.
 	notReady []string
+	// wm is the watermark of each partition ("topic:partition"): the last
+	// offset of the ranges applied.
+	wm map[string]int64
+}
+
+// setWatermark sets a partition's watermark, as Redis going back in time
+// or a replay does.
+func (f *fakeApplier) setWatermark(tp string, off int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.wm[tp] = off
+}
+
+func (f *fakeApplier) watermarks() map[string]int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.wm)
 }
 
 func (f *fakeApplier) Apply(_ context.Context, recs []apply.Record, ranges []apply.Range) (apply.Result, error) {
@@ -211,6 +229,9 @@ func (f *fakeApplier) Apply(_ context.Context, recs []apply.Record, ranges []app
 			res.Outcomes[i] = apply.Duplicate
 		}
 	}
+	for _, r := range ranges {
+		f.wm[r.TP().String()] = max(f.wm[r.TP().String()], r.Last)
+	}
 	f.j.add("apply")
 	return res, nil
 }
@@ -230,6 +251,7 @@ type fakeMeta struct {
 	mu      sync.Mutex
 	status  string
 	created int
+	applier *fakeApplier // its watermarks are the evidence
 }
 
 func (f *fakeMeta) Status(context.Context) (string, error) {
@@ -257,7 +279,7 @@ func (f *fakeMeta) Init(context.Context, map[string]string) (bool, error) {
 func (f *fakeMeta) MarkRolledBack(context.Context, string) error { return nil }
 
 func (f *fakeMeta) ReadEvidence(context.Context) (apply.Evidence, error) {
-	return apply.Evidence{}, nil
+	return apply.Evidence{Global: f.applier.watermarks()}, nil
 }
 
 func (f *fakeMeta) Identity(context.Context) (map[string]string, error) { return nil, nil }
@@ -282,8 +304,9 @@ func newRig(t *testing.T) *rig {
 	t.Helper()
 	j := &journal{}
 	r := &rig{j: j, commits: &fakeCommitter{j: j, committed: map[offsets.TopicPartition]int64{}},
-		dlq: &fakeWriter{j: j}, applier: &fakeApplier{j: j, origins: map[string]string{}},
-		meta: &fakeMeta{status: coord.StatusReady}, m: obs.NewMetrics(), committed: map[offsets.TopicPartition]int64{}}
+		dlq: &fakeWriter{j: j}, applier: &fakeApplier{j: j, origins: map[string]string{}, wm: map[string]int64{}},
+		m: obs.NewMetrics(), committed: map[offsets.TopicPartition]int64{}}
+	r.meta = &fakeMeta{status: coord.StatusReady, applier: r.applier}
 	r.h = obs.NewHealth(r.m)
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})

@@ -49,8 +49,8 @@ const slowBatch = time.Second
 // process applies one batch and hands it to the committer. Its poison
 // records go to the dead-letter topic while the valid ones are applied (the
 // two touch different keys and topics; the batch is committed only after
-// both, and at once when it had poison). Redis refusing the batch (it went
-// back in time, or is not ready) drops the batches awaiting their commit. It keeps retrying Redis and the dead-letter topic with backoff;
+// both, and at once when it had poison). After Redis was rebuilt by a replay
+// it applies nothing and returns errReread. It keeps retrying Redis and the dead-letter topic with backoff;
 // after ctx ends it retries for ShutdownGrace more.
 func (c *Consumer) process(ctx context.Context, msgs []kafka.Message, cm *committer) error {
 	start := time.Now()
@@ -82,7 +82,6 @@ func (c *Consumer) process(ctx context.Context, msgs []kafka.Message, cm *commit
 			var ge *apply.GapError
 			if errors.As(err, &ge) {
 				repairing = true
-				cm.drop()
 				if err := c.repair(wctx, lostBefore(ge, ranges)); err != nil && !errors.Is(err, errUnrepairable) {
 					return err
 				}
@@ -92,7 +91,6 @@ func (c *Consumer) process(ctx context.Context, msgs []kafka.Message, cm *commit
 			if !errors.As(err, &nr) {
 				return err
 			}
-			cm.drop() // a replay may start from the committed offsets
 			c.report(nr.Status)
 			if err := c.waitReady(ctx); err != nil {
 				return err

@@ -47,6 +47,10 @@ type readiness struct {
 	// a replay running); the next "ready" makes it ready again, also while
 	// no batch comes that would.
 	held bool
+	// rebuilt gets a signal when a held consumer is ready again: a replay
+	// rebuilt Redis up to the committed offsets, so the session reads again
+	// from them (errReread).
+	rebuilt chan struct{}
 }
 
 // checkMeta looks at px:meta:{g} once. It creates the hash when it is missing
@@ -92,6 +96,10 @@ func (c *Consumer) report(status string) {
 		}
 		if c.ready.held {
 			c.health.SetReady(true, "")
+			select {
+			case c.ready.rebuilt <- struct{}{}:
+			default:
+			}
 		}
 		c.ready.lost, c.ready.held = false, false
 		c.metrics.RedisDataLost.Set(0)
