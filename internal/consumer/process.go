@@ -49,9 +49,10 @@ const slowBatch = time.Second
 // process applies one batch and hands it to the committer. Its poison
 // records go to the dead-letter topic while the valid ones are applied (the
 // two touch different keys and topics; the batch is committed only after
-// both, and at once when it had poison). After Redis was rebuilt by a replay
-// it applies nothing and returns errReread. It keeps retrying Redis and the dead-letter topic with backoff;
-// after ctx ends it retries for ShutdownGrace more.
+// both, and at once when it had poison). It keeps retrying Redis and the
+// dead-letter topic with backoff; after ctx ends it retries for
+// ShutdownGrace more. After Redis was rebuilt by a replay it applies
+// nothing and returns errReread.
 func (c *Consumer) process(ctx context.Context, msgs []kafka.Message, cm *committer) error {
 	start := time.Now()
 	msgs = dropRepeats(msgs)
