@@ -179,6 +179,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 		err := c.session(ctx, parts, lostJobs)
 		if reread = errors.Is(err, errReread); reread {
+			c.log.Info("projections rebuilt: reading again from the committed offsets")
 			continue
 		}
 		if err != nil || ctx.Err() != nil {

@@ -179,6 +179,32 @@ func TestReplayMakesTheConsumerReadAgain(t *testing.T) {
 	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 1})
 }
 
+// TestIdleConsumerReadsAgainAfterReplay: a consumer without a batch in
+// flight that was held (Redis lost its data) ends its session once ready
+// again, so that it reads from the committed offsets; a handover's pause
+// does not.
+func TestIdleConsumerReadsAgainAfterReplay(t *testing.T) {
+	r := newRig(t)
+	ctx := t.Context()
+	cm := r.c.startCommitter(ctx, r.commits)
+	defer func() { _ = cm.close() }()
+	consume := func() error {
+		cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		return r.c.consume(cctx, nil, make(chan struct{}), nil, nil, cm)
+	}
+	r.c.report(coord.StatusPaused)
+	r.c.report(coord.StatusReady)
+	if err := consume(); err != nil {
+		t.Fatalf("after a pause: consume = %v, want nil (the session goes on until it ends)", err)
+	}
+	r.c.report("")
+	r.c.report(coord.StatusReady)
+	if err := consume(); !errors.Is(err, errReread) {
+		t.Fatalf("after a replay: consume = %v, want errReread", err)
+	}
+}
+
 // TestNotReadyCommitsNothing: batches gathered while the projections
 // stopped being ready are not committed (a replay may have read the
 // committed offsets already).

@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 
 	"projector/internal/apply"
-	"projector/internal/coord"
 	"projector/internal/offsets"
 	"projector/internal/records"
 )
@@ -96,8 +95,10 @@ func (c *Consumer) process(ctx context.Context, msgs []kafka.Message, cm *commit
 			if err := c.waitReady(ctx); err != nil {
 				return err
 			}
-			if nr.Status != coord.StatusPaused {
-				return errReread // a replay rebuilt Redis up to the committed offsets
+			select {
+			case <-c.ready.rebuilt: // a replay rebuilt Redis up to the committed offsets
+				return errReread
+			default: // a handover's pause: the batch is applied now
 			}
 		}
 	})
@@ -109,9 +110,6 @@ func (c *Consumer) process(ctx context.Context, msgs []kafka.Message, cm *commit
 		if errors.Is(err, errShutdown) {
 			c.log.Warn("stopping with a batch not applied: it stays uncommitted")
 			return nil
-		}
-		if errors.Is(err, errReread) {
-			c.log.Info("projections ready again: reading from the committed offsets")
 		}
 		return err
 	}

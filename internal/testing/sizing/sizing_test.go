@@ -83,7 +83,7 @@ func TestSizing(t *testing.T) {
 		}
 		checkBound(t, r, "per-user bytes per user", r.Per(PerUser), 100, 1<<20)
 		checkBound(t, r, "global bytes per day", r.Per(Global), 1<<10, 256<<20)
-		checkBound(t, r, "marker bytes per event", r.Per(Markers), 8, 1<<10)
+		checkBound(t, r, "marker bytes per event", r.Per(Markers), 8, 100) // 71.5 measured: the event id is the field
 		sum := r.After.Total(PerUser).Bytes + r.After.Total(Global).Bytes + r.After.Total(Markers).Bytes
 		checkBound(t, r, "used_memory growth / MEMORY USAGE sum", float64(r.UsedDelta())/float64(sum), 0.5, 4)
 	}
