@@ -88,17 +88,25 @@ func TestCommitsGatherTheBatchesAppliedMeanwhile(t *testing.T) {
 	}
 }
 
-func TestPoisonCommitsAtOnce(t *testing.T) {
+// gathering returns a rig whose committer commits only the first batch,
+// batches with poison and what close finds (CommitEvery an hour), with the
+// batches processed through it.
+func gathering(t *testing.T, batches ...[]kafka.Message) (*rig, *committer) {
+	t.Helper()
 	r := newRig(t)
 	r.c.opts.CommitEvery = time.Hour
-	ctx := t.Context()
-	cm := r.c.startCommitter(ctx, r.commits)
-	for _, b := range [][]kafka.Message{{event(t, "views", 0, 0, "e0")}, {event(t, "views", 0, 1, "e1")},
-		{event(t, "orders", 1, 4, "e2"), poison("orders", 1, 5)}} {
-		if err := r.c.process(ctx, b, cm); err != nil {
+	cm := r.c.startCommitter(t.Context(), r.commits)
+	for _, b := range batches {
+		if err := r.c.process(t.Context(), b, cm); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return r, cm
+}
+
+func TestPoisonCommitsAtOnce(t *testing.T) {
+	r, cm := gathering(t, []kafka.Message{event(t, "views", 0, 0, "e0")}, []kafka.Message{event(t, "views", 0, 1, "e1")},
+		[]kafka.Message{event(t, "orders", 1, 4, "e2"), poison("orders", 1, 5)})
 	deadline := time.Now().Add(5 * time.Second)
 	for r.commits.count() < 2 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
@@ -117,17 +125,10 @@ func TestPoisonCommitsAtOnce(t *testing.T) {
 // while the others are committed; once the watermark reaches the records
 // again (a repair), they are committed too.
 func TestCommitsOnlyWhatRedisHolds(t *testing.T) {
-	r := newRig(t)
-	r.c.opts.CommitEvery = time.Hour
-	ctx := t.Context()
-	cm := r.c.startCommitter(ctx, r.commits)
-	for _, b := range [][]kafka.Message{{event(t, "views", 0, 0, "e0")}, {event(t, "views", 0, 1, "e1"), event(t, "orders", 1, 4, "e2")}} {
-		if err := r.c.process(ctx, b, cm); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r, cm := gathering(t, []kafka.Message{event(t, "views", 0, 0, "e0")},
+		[]kafka.Message{event(t, "views", 0, 1, "e1"), event(t, "orders", 1, 4, "e2")})
 	r.applier.setWatermark("views:0", 0) // Redis lost the second batch's view
-	if err := r.c.process(ctx, []kafka.Message{event(t, "orders", 1, 5, "e3"), poison("orders", 1, 6)}, cm); err != nil {
+	if err := r.c.process(t.Context(), []kafka.Message{event(t, "orders", 1, 5, "e3"), poison("orders", 1, 6)}, cm); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -149,19 +150,10 @@ func TestCommitsOnlyWhatRedisHolds(t *testing.T) {
 // not committed (beyond the rebuilt watermarks) stay uncommitted.
 func TestReplayMakesTheConsumerReadAgain(t *testing.T) {
 	for _, status := range []string{"", coord.StatusRolledBack, coord.StatusRebuilding} {
-		r := newRig(t)
-		r.c.opts.CommitEvery = time.Hour
-		ctx := t.Context()
-		cm := r.c.startCommitter(ctx, r.commits)
-		if err := r.c.process(ctx, []kafka.Message{event(t, "views", 0, 0, "e0")}, cm); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.c.process(ctx, []kafka.Message{event(t, "views", 0, 1, "e1")}, cm); err != nil {
-			t.Fatal(err)
-		}
+		r, cm := gathering(t, []kafka.Message{event(t, "views", 0, 0, "e0")}, []kafka.Message{event(t, "views", 0, 1, "e1")})
 		r.applier.notReady = []string{status} // the meta says ready again at once (the fake's status)
 		r.applier.setWatermark("views:0", 0)  // the replay rebuilt up to the committed offset
-		err := r.c.process(ctx, []kafka.Message{event(t, "views", 0, 2, "e2")}, cm)
+		err := r.c.process(t.Context(), []kafka.Message{event(t, "views", 0, 2, "e2")}, cm)
 		if !errors.Is(err, errReread) {
 			t.Fatalf("status %q: process = %v, want errReread", status, err)
 		}
@@ -209,15 +201,7 @@ func TestIdleConsumerReadsAgainAfterReplay(t *testing.T) {
 // stopped being ready are not committed (a replay may have read the
 // committed offsets already).
 func TestNotReadyCommitsNothing(t *testing.T) {
-	r := newRig(t)
-	r.c.opts.CommitEvery = time.Hour
-	ctx := t.Context()
-	cm := r.c.startCommitter(ctx, r.commits)
-	for _, b := range [][]kafka.Message{{event(t, "views", 0, 0, "e0")}, {event(t, "views", 0, 1, "e1")}} {
-		if err := r.c.process(ctx, b, cm); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r, cm := gathering(t, []kafka.Message{event(t, "views", 0, 0, "e0")}, []kafka.Message{event(t, "views", 0, 1, "e1")})
 	r.meta.setStatus(coord.StatusRolledBack)
 	if err := cm.close(); err != nil {
 		t.Fatal(err)
