@@ -90,27 +90,41 @@ func TestCommitsGatherTheBatchesAppliedMeanwhile(t *testing.T) {
 
 // gathering returns a rig whose committer commits only the first batch,
 // batches with poison and what close finds (CommitEvery an hour), with the
-// batches processed through it.
+// batches processed through it; it returns once the first batch's commit
+// is done, so that what a test changes afterwards concerns the others.
 func gathering(t *testing.T, batches ...[]kafka.Message) (*rig, *committer) {
 	t.Helper()
 	r := newRig(t)
 	r.c.opts.CommitEvery = time.Hour
 	cm := r.c.startCommitter(t.Context(), r.commits)
-	for _, b := range batches {
+	for i, b := range batches {
 		if err := r.c.process(t.Context(), b, cm); err != nil {
 			t.Fatal(err)
+		}
+		if i == 0 {
+			waitCommits(t, r, 1)
 		}
 	}
 	return r, cm
 }
 
+// waitCommits waits until r's committer has committed n times (the
+// commits metric, counted once a commit is done).
+func waitCommits(t *testing.T, r *rig, n float64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for testutil.ToFloat64(r.m.Commits) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v commits after 5s, want %v", testutil.ToFloat64(r.m.Commits), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func TestPoisonCommitsAtOnce(t *testing.T) {
 	r, cm := gathering(t, []kafka.Message{event(t, "views", 0, 0, "e0")}, []kafka.Message{event(t, "views", 0, 1, "e1")},
 		[]kafka.Message{event(t, "orders", 1, 4, "e2"), poison("orders", 1, 5)})
-	deadline := time.Now().Add(5 * time.Second)
-	for r.commits.count() < 2 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	waitCommits(t, r, 2)
 	// the first batch at once (no commit before it), the second gathered,
 	// the third committed at once with it, before close
 	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 2, tp("orders", 1): 6})
