@@ -18,11 +18,10 @@ import (
 // one. A commit is a write to the broker's offsets log, so on live traffic
 // (a batch every few milliseconds) it commits at most once per CommitEvery:
 // the batches applied meanwhile wait and their highest offsets are committed
-// together; a batch that dead-lettered poison is committed at once (the
-// marks that keep a redelivered poison record from being dead-lettered twice
-// live in Redis, which can go back in time, so that window stays as short
-// as a batch's). Committing later costs nothing but records delivered again
-// after a crash, which their idempotency markers make harmless.
+// together. Committing later costs nothing but records delivered again
+// after a crash or a rebalance, which their idempotency markers make
+// harmless, and the dead-letter topic's view (deadLetterView) keeps their
+// poison records from being dead-lettered twice.
 //
 // A commit covers only records Redis holds: a partition's offset is
 // committed once px:meta:{g} says ready and the partition's lowest watermark
@@ -32,22 +31,16 @@ import (
 // the committed offsets, after which the consumer reads again from them
 // (errReread), so no commit skips records that Redis does not hold.
 type committer struct {
-	jobs     chan commitJob
+	jobs     chan []kafka.Message
 	finished chan struct{}
 	mu       sync.Mutex
 	err      error // the commit that failed for good; later batches are not committed
 }
 
-// commitJob is an applied batch handed to the committer; now: commit at once.
-type commitJob struct {
-	msgs []kafka.Message
-	now  bool
-}
-
 // startCommitter starts committing through to; after ctx ends, the batches
 // handed over are still committed for up to ShutdownGrace (see close).
 func (c *Consumer) startCommitter(ctx context.Context, to Committer) *committer {
-	cm := &committer{jobs: make(chan commitJob, 1), finished: make(chan struct{})}
+	cm := &committer{jobs: make(chan []kafka.Message, 1), finished: make(chan struct{})}
 	go func() {
 		defer close(cm.finished)
 		wctx, cancel := c.workContext(ctx)
@@ -55,27 +48,24 @@ func (c *Consumer) startCommitter(ctx context.Context, to Committer) *committer 
 		pending := map[offsets.TopicPartition]kafka.Message{} // the highest applied message of each partition not committed yet
 		var last time.Time                                    // when the last commit was tried
 		for {
-			var due <-chan time.Time
+			var deadline <-chan time.Time
 			var timer *time.Timer
 			if len(pending) > 0 {
 				timer = time.NewTimer(time.Until(last.Add(c.opts.CommitEvery)))
-				due = timer.C
+				deadline = timer.C
 			}
-			open, now := true, false
+			open, due := true, false
 			select {
-			case job, ok := <-cm.jobs:
+			case msgs, ok := <-cm.jobs:
 				open = ok
-				if ok {
-					records.AddHighest(pending, job.msgs)
-					now = job.now
-				}
-			case <-due:
-				now = true
+				records.AddHighest(pending, msgs)
+			case <-deadline:
+				due = true
 			}
 			if timer != nil {
 				timer.Stop()
 			}
-			if open && !now && time.Since(last) < c.opts.CommitEvery {
+			if open && !due && time.Since(last) < c.opts.CommitEvery {
 				continue
 			}
 			if len(pending) > 0 && cm.failed() == nil { // nothing is committed after a failed commit
@@ -102,13 +92,12 @@ func (cm *committer) failed() error {
 	return cm.err
 }
 
-// add hands an applied batch over for its commit, at once when now (it
-// dead-lettered poison); it fails once a commit has.
-func (cm *committer) add(msgs []kafka.Message, now bool) error {
+// add hands an applied batch over for its commit; it fails once a commit has.
+func (cm *committer) add(msgs []kafka.Message) error {
 	if err := cm.failed(); err != nil {
 		return err
 	}
-	cm.jobs <- commitJob{msgs: msgs, now: now}
+	cm.jobs <- msgs
 	return nil
 }
 

@@ -97,6 +97,7 @@ type Consumer struct {
 	ready   readiness
 	pause   pausing
 	owner   string // names this consumer in dead-letter claims
+	dlqView deadLetterView
 	metrics *obs.Metrics
 	health  *obs.Health
 	log     *zap.Logger
@@ -186,6 +187,14 @@ func (c *Consumer) Run(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// generation numbers the current session's group generation (0 without a session).
+func (c *Consumer) generation() int64 {
+	if c.reader == nil {
+		return 0
+	}
+	return c.reader.Generation()
 }
 
 // Topics returns the configured topics that exist, for the lag monitor; nil

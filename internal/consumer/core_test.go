@@ -15,6 +15,7 @@ import (
 
 	"projector/internal/coord"
 	"projector/internal/offsets"
+	"projector/internal/records"
 )
 
 // run processes the batches one after the other and waits for their commits.
@@ -61,12 +62,51 @@ func TestRedeliveredBatchAppliesAndDeadLettersOnce(t *testing.T) {
 	if got := r.dlq.origins(); !slices.Equal(got, []string{"views:0:1"}) {
 		t.Errorf("dead letters %v, want views:0:1 once", got)
 	}
-	if n := r.lookups.Load(); n != 0 {
-		t.Errorf("dead-letter topic read %d times, want 0 (the marks say the redelivered record is done)", n)
+	if n := r.lookups.Load(); n != 1 {
+		t.Errorf("dead-letter topic read %d times, want 1 (at the first poison; the marks say the redelivered record is done)", n)
 	}
 	wantCount(t, r.m.DeadLettered.WithLabelValues("views"), 1, "dead-lettered metric")
 	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 3, tp("orders", 1): 8})
-	wantCount(t, r.m.Commits, 2, "commits (each batch at once: it had poison)")
+	wantCount(t, r.m.Commits, 2, "commits (the first batch at once, the second when closing)")
+}
+
+// TestDeadLettersSurviveRedisGoingBack: poison records whose marks Redis
+// lost are not dead-lettered again, whether the same group generation
+// delivers them again (the consumer's view holds its own writes) or a later
+// one does (it reads the dead-letter topic again); new poison still is.
+func TestDeadLettersSurviveRedisGoingBack(t *testing.T) {
+	r := newRig(t)
+	batch := []kafka.Message{event(t, "views", 0, 0, "e1"), poison("views", 0, 1)}
+	for gen := range int64(3) {
+		r.c.reader = generationReader{gen: gen / 2} // generations 0, 0, 1
+		r.redis.FlushAll()                          // Redis went back in time before the batch
+		if err := r.run(t.Context(), batch); err != nil {
+			t.Fatal(err)
+		}
+		if n, want := r.lookups.Load(), int32(gen/2+1); n != want {
+			t.Errorf("delivery %d: dead-letter topic read %d times, want %d (once per generation)", gen, n, want)
+		}
+	}
+	// another member dead-letters views:0:2 in generation 2, and this one
+	// gets the partition back in generation 3 with the marks lost
+	_, bad, _ := records.Split([]kafka.Message{poison("views", 0, 2)}, 1<<20)
+	if err := r.dlq.WriteMessages(t.Context(), records.DeadLetter(bad[0])); err != nil {
+		t.Fatal(err)
+	}
+	r.c.reader = generationReader{gen: 3}
+	r.redis.FlushAll()
+	if err := r.run(t.Context(), []kafka.Message{poison("views", 0, 2), poison("views", 0, 3)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.run(t.Context(), []kafka.Message{poison("views", 0, 4)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.dlq.origins(); !slices.Equal(got, []string{"views:0:1", "views:0:2", "views:0:3", "views:0:4"}) {
+		t.Errorf("dead letters %v, want views:0:1 to views:0:4 once each", got)
+	}
+	if n := r.lookups.Load(); n != 3 {
+		t.Errorf("dead-letter topic read %d times, want 3 (new poison of a generation read already needs no read)", n)
+	}
 }
 
 func TestCommitsGatherTheBatchesAppliedMeanwhile(t *testing.T) {
@@ -75,14 +115,14 @@ func TestCommitsGatherTheBatchesAppliedMeanwhile(t *testing.T) {
 	batches := [][]kafka.Message{
 		{event(t, "views", 0, 0, "e0")},
 		{event(t, "views", 0, 1, "e1"), event(t, "orders", 1, 4, "e2")},
-		{event(t, "views", 0, 2, "e3")},
+		{event(t, "views", 0, 2, "e3"), poison("views", 0, 3)},
 		{event(t, "orders", 1, 5, "e4")},
 	}
 	if err := r.run(t.Context(), batches...); err != nil {
 		t.Fatal(err)
 	}
-	wantCount(t, r.m.Commits, 2, "commits (the first batch, then the three applied meanwhile together when closing)")
-	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 3, tp("orders", 1): 6})
+	wantCount(t, r.m.Commits, 2, "commits (the first batch, then the three applied meanwhile, poison or not, together when closing)")
+	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 4, tp("orders", 1): 6})
 	if n := r.applier.effects(); n != 5 {
 		t.Errorf("records applied %d times, want 5", n)
 	}
@@ -121,40 +161,43 @@ func waitCommits(t *testing.T, r *rig, n float64) {
 	}
 }
 
-func TestPoisonCommitsAtOnce(t *testing.T) {
-	r, cm := gathering(t, []kafka.Message{event(t, "views", 0, 0, "e0")}, []kafka.Message{event(t, "views", 0, 1, "e1")},
-		[]kafka.Message{event(t, "orders", 1, 4, "e2"), poison("orders", 1, 5)})
-	waitCommits(t, r, 2)
-	// the first batch at once (no commit before it), the second gathered,
-	// the third committed at once with it, before close
-	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 2, tp("orders", 1): 6})
-	if err := cm.close(); err != nil {
-		t.Fatal(err)
-	}
-	wantCount(t, r.m.Commits, 2, "commits")
-}
-
 // TestCommitsOnlyWhatRedisHolds: a partition whose watermark lies below
 // its applied records (Redis went back in time) keeps its offset waiting
 // while the others are committed; once the watermark reaches the records
 // again (a repair), they are committed too.
 func TestCommitsOnlyWhatRedisHolds(t *testing.T) {
-	r, cm := gathering(t, []kafka.Message{event(t, "views", 0, 0, "e0")},
-		[]kafka.Message{event(t, "views", 0, 1, "e1"), event(t, "orders", 1, 4, "e2")})
-	r.applier.setWatermark("views:0", 0) // Redis lost the second batch's view
-	if err := r.c.process(t.Context(), []kafka.Message{event(t, "orders", 1, 5, "e3"), poison("orders", 1, 6)}, cm); err != nil {
-		t.Fatal(err)
+	r := newRig(t)
+	r.c.opts.CommitEvery = 5 * time.Millisecond
+	cm := r.c.startCommitter(t.Context(), r.commits)
+	defer func() { _ = cm.close() }()
+	process := func(msgs ...kafka.Message) {
+		t.Helper()
+		if err := r.c.process(t.Context(), msgs, cm); err != nil {
+			t.Fatal(err)
+		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for r.commits.count() < 2 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	process(event(t, "views", 0, 0, "e0"))
+	waitOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 1})
+	r.applier.lose("views:0") // Redis loses the next batch's view
+	process(event(t, "views", 0, 1, "e1"), event(t, "orders", 1, 4, "e2"))
+	process(event(t, "orders", 1, 5, "e3"), poison("orders", 1, 6))
+	waitOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 1, tp("orders", 1): 7})
+	time.Sleep(20 * time.Millisecond) // a few more commits of the waiting offset are tried
 	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 1, tp("orders", 1): 7})
 	r.applier.setWatermark("views:0", 1) // applied again
-	if err := cm.close(); err != nil {
-		t.Fatal(err)
+	waitOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 2, tp("orders", 1): 7})
+}
+
+// waitOffsets waits until the committed offsets are want.
+func waitOffsets(t *testing.T, r *rig, want map[offsets.TopicPartition]int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !maps.Equal(r.commits.offsets(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("committed %v after 5s, want %v", r.commits.offsets(), want)
+		}
+		time.Sleep(time.Millisecond)
 	}
-	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 2, tp("orders", 1): 7})
 }
 
 // TestReplayMakesTheConsumerReadAgain: Redis refused a batch because it
@@ -283,7 +326,7 @@ func TestFailedCommitStopsLaterCommits(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "commit") {
 		t.Fatalf("close = %v, want the commit failure", err)
 	}
-	if err := cm.add([]kafka.Message{event(t, "views", 0, 7, "e3")}, false); err == nil {
+	if err := cm.add([]kafka.Message{event(t, "views", 0, 7, "e3")}); err == nil {
 		t.Error("a batch was accepted for commit after a commit failed for good")
 	}
 	wantOffsets(t, r, map[offsets.TopicPartition]int64{})

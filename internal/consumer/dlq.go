@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -12,27 +13,34 @@ import (
 	"projector/internal/records"
 )
 
-// pendingPrefix marks the dead-letter intent fields in the gate: records of a
-// partition up to that offset may have been written to the dead-letter topic
-// by a process that stopped before recording that it had.
-const pendingPrefix = "p:"
+// deadLetterView is what a consumer knows of the dead-letter topic beyond
+// the marks in Redis: the origins (offsets.Origin) of its newest records,
+// read at the first poison record of a group generation that the marks do
+// not cover, and of the records written since. The marks can go back in
+// time with Redis; the topic cannot. A partition's earlier owner (another
+// member, or this one in an earlier generation) may have dead-lettered
+// records it never committed, so each generation reads the topic afresh;
+// a write that failed may have landed, so it is read again after one.
+type deadLetterView struct {
+	generation int64
+	origins    map[string]bool // nil: read it before use
+}
 
 // deadLetter publishes poison records to the dead-letter topic (same key and
 // value, headers error, source-topic, source-partition, source-offset), each
-// exactly once: it records the intent, writes, then records completion; a
-// redelivered record whose intent was recorded but not its completion is
-// looked up in the dead-letter topic before it is written again.
+// exactly once: a record is written unless the marks (px:dlq:{g}) or the
+// view of the topic (deadLetterView) hold it, and the marks are raised
+// after the write.
 func (c *Consumer) deadLetter(ctx context.Context, bad []records.Poison) error {
 	if len(bad) == 0 {
 		return nil
 	}
-	var fields, parts []string
+	var parts []string
 	seen := map[string]bool{}
 	for _, p := range bad {
 		f := records.Of(p.Msg).String()
 		if !seen[f] {
 			seen[f] = true
-			fields = append(fields, f, pendingPrefix+f)
 			parts = append(parts, f)
 		}
 	}
@@ -40,52 +48,58 @@ func (c *Consumer) deadLetter(ctx context.Context, bad []records.Poison) error {
 		return err
 	}
 	defer func() { _ = c.gate.Release(context.WithoutCancel(ctx), parts, c.owner) }()
-	marks, err := c.gate.Done(ctx, fields)
+	marks, err := c.gate.Done(ctx, parts)
 	if err != nil {
 		return fmt.Errorf("read dead-letter marks: %w", err)
 	}
-	var todo, uncertain []records.Poison
+	var todo []records.Poison
 	for _, p := range bad {
-		f := records.Of(p.Msg).String()
-		if d, ok := marks[f]; ok && p.Msg.Offset <= d {
-			continue
-		}
-		if d, ok := marks[pendingPrefix+f]; ok && p.Msg.Offset <= d {
-			uncertain = append(uncertain, p)
+		if d, ok := marks[records.Of(p.Msg).String()]; ok && p.Msg.Offset <= d {
 			continue
 		}
 		todo = append(todo, p)
 	}
-	if len(uncertain) > 0 {
-		present, err := c.kafka.DeadLettered(ctx)
+	if len(todo) > 0 {
+		written, err := c.deadLettered(ctx)
 		if err != nil {
-			return kafkaFailed(c.metrics.DeadLetterErrors, fmt.Errorf("look for earlier dead letters: %w", err))
+			return err
 		}
-		for _, p := range uncertain {
-			if !present[offsets.Origin(p.Msg.Topic, p.Msg.Partition, p.Msg.Offset)] {
-				todo = append(todo, p)
-			}
+		todo = slices.DeleteFunc(todo, func(p records.Poison) bool {
+			return written[offsets.Origin(p.Msg.Topic, p.Msg.Partition, p.Msg.Offset)]
+		})
+	}
+	if len(todo) > 0 {
+		out := make([]kafka.Message, 0, len(todo))
+		for _, p := range todo {
+			out = append(out, records.DeadLetter(p))
+		}
+		if err := c.kafka.DeadLetters.WriteMessages(ctx, out...); err != nil {
+			c.dlqView.origins = nil // the write may have landed
+			return kafkaFailed(c.metrics.DeadLetterErrors, fmt.Errorf("write %d records to dead-letter topic %s: %w", len(out), c.opts.DLQTopic, err))
+		}
+		for _, p := range todo {
+			c.dlqView.origins[offsets.Origin(p.Msg.Topic, p.Msg.Partition, p.Msg.Offset)] = true
+			c.metrics.DeadLettered.WithLabelValues(p.Msg.Topic).Inc()
+			c.poisonLog.Log(ReasonClass(p.Reason), zap.String("topic", p.Msg.Topic), zap.Int("partition", p.Msg.Partition),
+				zap.Int64("offset", p.Msg.Offset), zap.String("reason", p.Reason))
 		}
 	}
-	if len(todo) == 0 {
-		return c.mark(ctx, bad, "")
+	return c.mark(ctx, bad)
+}
+
+// deadLettered returns the consumer's view of the dead-letter topic, read
+// again when the group generation changed or a write failed.
+func (c *Consumer) deadLettered(ctx context.Context) (map[string]bool, error) {
+	gen := c.generation()
+	if c.dlqView.origins != nil && c.dlqView.generation == gen {
+		return c.dlqView.origins, nil
 	}
-	if err := c.mark(ctx, todo, pendingPrefix); err != nil {
-		return err
+	origins, err := c.kafka.DeadLettered(ctx)
+	if err != nil {
+		return nil, kafkaFailed(c.metrics.DeadLetterErrors, fmt.Errorf("look for earlier dead letters: %w", err))
 	}
-	out := make([]kafka.Message, 0, len(todo))
-	for _, p := range todo {
-		out = append(out, records.DeadLetter(p))
-	}
-	if err := c.kafka.DeadLetters.WriteMessages(ctx, out...); err != nil {
-		return kafkaFailed(c.metrics.DeadLetterErrors, fmt.Errorf("write %d records to dead-letter topic %s: %w", len(out), c.opts.DLQTopic, err))
-	}
-	for _, p := range todo {
-		c.metrics.DeadLettered.WithLabelValues(p.Msg.Topic).Inc()
-		c.poisonLog.Log(ReasonClass(p.Reason), zap.String("topic", p.Msg.Topic), zap.Int("partition", p.Msg.Partition),
-			zap.Int64("offset", p.Msg.Offset), zap.String("reason", p.Reason))
-	}
-	return c.mark(ctx, bad, "")
+	c.dlqView = deadLetterView{generation: gen, origins: origins}
+	return origins, nil
 }
 
 // claimTTL bounds how long a claim on dead-lettering a partition stands when
@@ -116,11 +130,11 @@ func (c *Consumer) claim(ctx context.Context, parts []string) error {
 	}
 }
 
-// mark raises the gate's fields (prefix + "topic:partition") to the highest offset of recs.
-func (c *Consumer) mark(ctx context.Context, recs []records.Poison, prefix string) error {
+// mark raises the gate's fields ("topic:partition") to the highest offset of recs.
+func (c *Consumer) mark(ctx context.Context, recs []records.Poison) error {
 	marks := map[string]int64{}
 	for _, p := range recs {
-		f := prefix + records.Of(p.Msg).String()
+		f := records.Of(p.Msg).String()
 		marks[f] = max(marks[f], p.Msg.Offset)
 	}
 	return c.retry(ctx, "dead-letter mark", func(ctx context.Context) error { return c.gate.Mark(ctx, marks) })

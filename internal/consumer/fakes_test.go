@@ -178,14 +178,28 @@ type fakeApplier struct {
 	// wm is the watermark of each partition ("topic:partition"): the last
 	// offset of the ranges applied.
 	wm map[string]int64
+	// losing: partitions whose applied records Redis loses at once (their
+	// watermarks stay where they are).
+	losing map[string]bool
+}
+
+// lose makes Redis lose what is applied to the partition from now on.
+func (f *fakeApplier) lose(tp string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.losing == nil {
+		f.losing = map[string]bool{}
+	}
+	f.losing[tp] = true
 }
 
 // setWatermark sets a partition's watermark, as Redis going back in time
-// or a replay does.
+// or a replay does; Redis holds what is applied to it from now on.
 func (f *fakeApplier) setWatermark(tp string, off int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.wm[tp] = off
+	delete(f.losing, tp)
 }
 
 func (f *fakeApplier) watermarks() map[string]int64 {
@@ -230,7 +244,9 @@ func (f *fakeApplier) Apply(_ context.Context, recs []apply.Record, ranges []app
 		}
 	}
 	for _, r := range ranges {
-		f.wm[r.TP().String()] = max(f.wm[r.TP().String()], r.Last)
+		if tp := r.TP().String(); !f.losing[tp] {
+			f.wm[tp] = max(f.wm[tp], r.Last)
+		}
 	}
 	f.j.add("apply")
 	return res, nil
@@ -298,7 +314,18 @@ type rig struct {
 	committed map[offsets.TopicPartition]int64
 	// lookups counts reads of the dead-letter topic.
 	lookups atomic.Int32
+	// redis holds the dead-letter marks.
+	redis *miniredis.Miniredis
 }
+
+// generationReader is a session's group member as far as the dead-letter
+// view sees it: a generation number.
+type generationReader struct {
+	Reader
+	gen int64
+}
+
+func (g generationReader) Generation() int64 { return g.gen }
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
@@ -309,6 +336,7 @@ func newRig(t *testing.T) *rig {
 	r.meta = &fakeMeta{status: coord.StatusReady, applier: r.applier}
 	r.h = obs.NewHealth(r.m)
 	mr := miniredis.RunT(t)
+	r.redis = mr
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
 	k := Kafka{

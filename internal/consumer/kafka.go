@@ -27,6 +27,9 @@ type Committer interface {
 type Reader interface {
 	FetchMessage(ctx context.Context) (kafka.Message, error)
 	Committer
+	// Generation numbers the group generation joined last: the partitions
+	// it assigned may have had other owners before it.
+	Generation() int64
 	Close() error
 }
 

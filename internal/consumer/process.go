@@ -48,7 +48,7 @@ const slowBatch = time.Second
 // process applies one batch and hands it to the committer. Its poison
 // records go to the dead-letter topic while the valid ones are applied (the
 // two touch different keys and topics; the batch is committed only after
-// both, and at once when it had poison). It keeps retrying Redis and the
+// both). It keeps retrying Redis and the
 // dead-letter topic with backoff; after ctx ends it retries for
 // ShutdownGrace more. After Redis was rebuilt by a replay it applies
 // nothing and returns errReread.
@@ -121,7 +121,7 @@ func (c *Consumer) process(ctx context.Context, msgs []kafka.Message, cm *commit
 	}
 	c.metrics.BatchDuration.Observe(took.Seconds())
 	c.metrics.BatchEvents.Observe(float64(len(recs) + len(bad))) // placeholders of skipped offsets are no events
-	return cm.add(msgs, len(bad) > 0)
+	return cm.add(msgs)
 }
 
 // workContext lives until ShutdownGrace after ctx ends, so the batch in flight can finish.

@@ -160,6 +160,9 @@ func (g *Group) run() {
 	}
 }
 
+// Generation returns the number of the generation joined last (0 before the first).
+func (g *Group) Generation() int64 { return g.current() }
+
 // current returns the number of the generation joined last.
 func (g *Group) current() int64 {
 	g.mu.Lock()
