@@ -13,15 +13,15 @@ import (
 	"projector/internal/records"
 )
 
-// committer commits the offsets of applied batches, in order, in a goroutine
-// of its own, so the next batch is applied while the broker commits the last
-// one. A commit is a write to the broker's offsets log, so on live traffic
-// (a batch every few milliseconds) it commits at most once per CommitEvery:
-// the batches applied meanwhile wait and their highest offsets are committed
-// together. Committing later costs nothing but records delivered again
-// after a crash or a rebalance, which their idempotency markers make
-// harmless, and the dead-letter topic's view (deadLetterView) keeps their
-// poison records from being dead-lettered twice.
+// committer dead-letters the poison records of applied batches and then
+// commits their offsets, in order, in a goroutine of its own, so the next
+// batch is applied meanwhile. A commit is a write to the broker's offsets
+// log and a dead-letter write a produce request, so on live traffic (a batch
+// every few milliseconds) it does both at most once per CommitEvery, for the
+// batches applied meanwhile together. Committing later costs nothing but
+// records delivered again after a crash or a rebalance, which their
+// idempotency markers make harmless, and the dead-letter marks and view
+// (deadLetterView) keep their poison records from being dead-lettered twice.
 //
 // A commit covers only records Redis holds: a partition's offset is
 // committed once px:meta:{g} says ready and the partition's lowest watermark
@@ -31,21 +31,28 @@ import (
 // the committed offsets, after which the consumer reads again from them
 // (errReread), so no commit skips records that Redis does not hold.
 type committer struct {
-	jobs     chan []kafka.Message
+	jobs     chan commitJob
 	finished chan struct{}
 	mu       sync.Mutex
 	err      error // the commit that failed for good; later batches are not committed
 }
 
+// commitJob is an applied batch handed to the committer with its poison records.
+type commitJob struct {
+	msgs []kafka.Message
+	bad  []records.Poison
+}
+
 // startCommitter starts committing through to; after ctx ends, the batches
 // handed over are still committed for up to ShutdownGrace (see close).
 func (c *Consumer) startCommitter(ctx context.Context, to Committer) *committer {
-	cm := &committer{jobs: make(chan []kafka.Message, 1), finished: make(chan struct{})}
+	cm := &committer{jobs: make(chan commitJob, 1), finished: make(chan struct{})}
 	go func() {
 		defer close(cm.finished)
 		wctx, cancel := c.workContext(ctx)
 		defer cancel()
 		pending := map[offsets.TopicPartition]kafka.Message{} // the highest applied message of each partition not committed yet
+		var poison []records.Poison                           // the poison records of those batches, not dead-lettered yet
 		var last time.Time                                    // when the last commit was tried
 		for {
 			var deadline <-chan time.Time
@@ -56,9 +63,10 @@ func (c *Consumer) startCommitter(ctx context.Context, to Committer) *committer 
 			}
 			open, due := true, false
 			select {
-			case msgs, ok := <-cm.jobs:
+			case job, ok := <-cm.jobs:
 				open = ok
-				records.AddHighest(pending, msgs)
+				records.AddHighest(pending, job.msgs)
+				poison = append(poison, job.bad...)
 			case <-deadline:
 				due = true
 			}
@@ -70,7 +78,12 @@ func (c *Consumer) startCommitter(ctx context.Context, to Committer) *committer 
 			}
 			if len(pending) > 0 && cm.failed() == nil { // nothing is committed after a failed commit
 				last = time.Now()
-				if err := c.commitHeld(wctx, to, pending); err != nil {
+				err := c.retry(wctx, "dead-letter", func(ctx context.Context) error { return c.deadLetter(ctx, poison) })
+				if err == nil {
+					poison = nil
+					err = c.commitHeld(wctx, to, pending)
+				}
+				if err != nil {
 					cm.mu.Lock()
 					cm.err = err
 					cm.mu.Unlock()
@@ -92,12 +105,13 @@ func (cm *committer) failed() error {
 	return cm.err
 }
 
-// add hands an applied batch over for its commit; it fails once a commit has.
-func (cm *committer) add(msgs []kafka.Message) error {
+// add hands an applied batch over for its commit, with its poison records
+// to dead-letter first; it fails once a commit has.
+func (cm *committer) add(msgs []kafka.Message, bad []records.Poison) error {
 	if err := cm.failed(); err != nil {
 		return err
 	}
-	cm.jobs <- msgs
+	cm.jobs <- commitJob{msgs: msgs, bad: bad}
 	return nil
 }
 

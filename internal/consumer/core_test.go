@@ -116,13 +116,19 @@ func TestCommitsGatherTheBatchesAppliedMeanwhile(t *testing.T) {
 		{event(t, "views", 0, 0, "e0")},
 		{event(t, "views", 0, 1, "e1"), event(t, "orders", 1, 4, "e2")},
 		{event(t, "views", 0, 2, "e3"), poison("views", 0, 3)},
-		{event(t, "orders", 1, 5, "e4")},
+		{event(t, "orders", 1, 5, "e4"), poison("orders", 1, 6)},
 	}
 	if err := r.run(t.Context(), batches...); err != nil {
 		t.Fatal(err)
 	}
 	wantCount(t, r.m.Commits, 2, "commits (the first batch, then the three applied meanwhile, poison or not, together when closing)")
-	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 4, tp("orders", 1): 6})
+	if n := r.dlq.count(); n != 1 {
+		t.Errorf("%d dead-letter writes, want 1 (the poison of the gathered batches together)", n)
+	}
+	if got := r.dlq.origins(); !slices.Equal(got, []string{"views:0:3", "orders:1:6"}) {
+		t.Errorf("dead letters %v, want views:0:3 and orders:1:6 in batch order", got)
+	}
+	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 4, tp("orders", 1): 7})
 	if n := r.applier.effects(); n != 5 {
 		t.Errorf("records applied %d times, want 5", n)
 	}
@@ -326,7 +332,7 @@ func TestFailedCommitStopsLaterCommits(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "commit") {
 		t.Fatalf("close = %v, want the commit failure", err)
 	}
-	if err := cm.add([]kafka.Message{event(t, "views", 0, 7, "e3")}); err == nil {
+	if err := cm.add([]kafka.Message{event(t, "views", 0, 7, "e3")}, nil); err == nil {
 		t.Error("a batch was accepted for commit after a commit failed for good")
 	}
 	wantOffsets(t, r, map[offsets.TopicPartition]int64{})

@@ -45,28 +45,17 @@ func dropRepeats(msgs []kafka.Message) []kafka.Message {
 // time of each of its steps.
 const slowBatch = time.Second
 
-// process applies one batch and hands it to the committer. Its poison
-// records go to the dead-letter topic while the valid ones are applied (the
-// two touch different keys and topics; the batch is committed only after
-// both). It keeps retrying Redis and the
-// dead-letter topic with backoff; after ctx ends it retries for
-// ShutdownGrace more. After Redis was rebuilt by a replay it applies
-// nothing and returns errReread.
+// process applies one batch and hands it, with its poison records, to the
+// committer (which dead-letters them before it commits the batch). It keeps
+// retrying Redis with backoff; after ctx ends it retries for ShutdownGrace
+// more. After Redis was rebuilt by a replay it applies nothing and returns
+// errReread.
 func (c *Consumer) process(ctx context.Context, msgs []kafka.Message, cm *committer) error {
 	start := time.Now()
 	msgs = dropRepeats(msgs)
 	recs, bad, ranges := records.Split(msgs, c.opts.MaxRecordBytes)
 	wctx, cancel := c.workContext(ctx)
 	defer cancel()
-	var (
-		dlqErr  = make(chan error, 1)
-		dlqTook time.Duration
-	)
-	go func() {
-		err := c.retry(wctx, "dead-letter", func(ctx context.Context) error { return c.deadLetter(ctx, bad) })
-		dlqTook = time.Since(start)
-		dlqErr <- err
-	}()
 	var res apply.Result
 	repairing := false // Redis went back in time: apply the batch with Repair from now on
 	err := c.retry(wctx, "apply", func(wctx context.Context) error {
@@ -102,10 +91,6 @@ func (c *Consumer) process(ctx context.Context, msgs []kafka.Message, cm *commit
 			}
 		}
 	})
-	applyTook := time.Since(start)
-	if derr := <-dlqErr; err == nil {
-		err = derr
-	}
 	if err != nil {
 		if errors.Is(err, errShutdown) {
 			c.log.Warn("stopping with a batch not applied: it stays uncommitted")
@@ -116,12 +101,11 @@ func (c *Consumer) process(ctx context.Context, msgs []kafka.Message, cm *commit
 	c.observe(recs, bad, res)
 	took := time.Since(start)
 	if took > slowBatch {
-		c.log.Warn("slow batch", zap.Int("records", len(msgs)), zap.Int("poison", len(bad)), zap.Duration("took", took),
-			zap.Duration("dead_letter", dlqTook), zap.Duration("apply", applyTook))
+		c.log.Warn("slow batch", zap.Int("records", len(msgs)), zap.Int("poison", len(bad)), zap.Duration("took", took))
 	}
 	c.metrics.BatchDuration.Observe(took.Seconds())
 	c.metrics.BatchEvents.Observe(float64(len(recs) + len(bad))) // placeholders of skipped offsets are no events
-	return cm.add(msgs)
+	return cm.add(msgs, bad)
 }
 
 // workContext lives until ShutdownGrace after ctx ends, so the batch in flight can finish.

@@ -24,8 +24,9 @@ import (
 // idempotency markers and watermarks went back together with the
 // projections, so applying those records again from the older state is
 // exact: the consumer reads them again from Kafka and applies them (without
-// dead-lettering their poison records, which was done before their commit),
-// then goes on. It finds out in two ways: the apply script refuses a batch
+// dead-lettering their poison records: the committer dead-letters the poison
+// of the batches it holds before committing them, and committed batches had
+// theirs dead-lettered), then goes on. It finds out in two ways: the apply script refuses a batch
 // whose partition's watermark lies below the batch's first offset - 1 (see
 // apply.GapError), and watchRollback compares the group's committed offsets
 // with the watermarks (see rollwatch.go).
@@ -89,8 +90,8 @@ func sortedLost(m map[offsets.TopicPartition]lost) []lost {
 }
 
 // repair applies the lost ranges again, one chunk of at most MaxEvents
-// records at a time, and raises the dead-letter marks past them (their
-// poison records were dead-lettered before). Redis going back in time once
+// records at a time (their poison records are dead-lettered, or will be, with
+// the commit of the batches that held them). Redis going back in time once
 // more while it runs ends it with that *apply.GapError, for the caller to
 // start again from the new gaps. A range that cannot be repaired exactly
 // (Kafka no longer holds its beginning, or it is older than
@@ -127,13 +128,6 @@ func (c *Consumer) repair(ctx context.Context, ls []lost) error {
 			return err
 		}
 		left -= l.To - l.From + 1
-	}
-	marks := map[string]int64{}
-	for _, l := range ls {
-		marks[offsets.TopicPartition{Topic: l.Topic, Partition: l.Partition}.String()] = l.To
-	}
-	if err := c.gate.Mark(ctx, marks); err != nil {
-		return err
 	}
 	c.log.Info("records lost by Redis applied again", zap.String("lost", strings.Join(names, ", ")), zap.Int64("records", reapplied))
 	c.health.SetReady(true, "")
