@@ -109,6 +109,22 @@ func TestDeadLettersSurviveRedisGoingBack(t *testing.T) {
 	}
 }
 
+// TestRedeliveredPoisonGatheredOnce: a partition delivered again within one
+// commit period (a rebalance gave it back from its committed offset) hands
+// its poison records to the committer twice; they are dead-lettered once.
+func TestRedeliveredPoisonGatheredOnce(t *testing.T) {
+	r, cm := gathering(t, []kafka.Message{event(t, "views", 0, 0, "e0")},
+		[]kafka.Message{event(t, "views", 0, 1, "e1"), poison("views", 0, 2)},
+		[]kafka.Message{event(t, "views", 0, 1, "e1"), poison("views", 0, 2), poison("views", 0, 3)})
+	if err := cm.close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.dlq.origins(); !slices.Equal(got, []string{"views:0:2", "views:0:3"}) {
+		t.Errorf("dead letters %v, want views:0:2 and views:0:3 once each", got)
+	}
+	wantOffsets(t, r, map[offsets.TopicPartition]int64{tp("views", 0): 4})
+}
+
 func TestCommitsGatherTheBatchesAppliedMeanwhile(t *testing.T) {
 	r := newRig(t)
 	r.c.opts.CommitEvery = time.Hour // only the first batch and close commit

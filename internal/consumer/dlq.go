@@ -53,11 +53,15 @@ func (c *Consumer) deadLetter(ctx context.Context, bad []records.Poison) error {
 		return fmt.Errorf("read dead-letter marks: %w", err)
 	}
 	var todo []records.Poison
+	once := map[string]bool{} // a partition delivered again (a rebalance) repeats its poison in bad
 	for _, p := range bad {
 		if d, ok := marks[records.Of(p.Msg).String()]; ok && p.Msg.Offset <= d {
 			continue
 		}
-		todo = append(todo, p)
+		if o := offsets.Origin(p.Msg.Topic, p.Msg.Partition, p.Msg.Offset); !once[o] {
+			once[o] = true
+			todo = append(todo, p)
+		}
 	}
 	if len(todo) > 0 {
 		written, err := c.deadLettered(ctx)
