@@ -58,7 +58,7 @@ func (c *Consumer) deadLetter(ctx context.Context, bad []records.Poison) error {
 		if d, ok := marks[records.Of(p.Msg).String()]; ok && p.Msg.Offset <= d {
 			continue
 		}
-		if o := offsets.Origin(p.Msg.Topic, p.Msg.Partition, p.Msg.Offset); !once[o] {
+		if o := originOf(p); !once[o] {
 			once[o] = true
 			todo = append(todo, p)
 		}
@@ -69,7 +69,7 @@ func (c *Consumer) deadLetter(ctx context.Context, bad []records.Poison) error {
 			return err
 		}
 		todo = slices.DeleteFunc(todo, func(p records.Poison) bool {
-			return written[offsets.Origin(p.Msg.Topic, p.Msg.Partition, p.Msg.Offset)]
+			return written[originOf(p)]
 		})
 	}
 	if len(todo) > 0 {
@@ -82,13 +82,18 @@ func (c *Consumer) deadLetter(ctx context.Context, bad []records.Poison) error {
 			return kafkaFailed(c.metrics.DeadLetterErrors, fmt.Errorf("write %d records to dead-letter topic %s: %w", len(out), c.opts.DLQTopic, err))
 		}
 		for _, p := range todo {
-			c.dlqView.origins[offsets.Origin(p.Msg.Topic, p.Msg.Partition, p.Msg.Offset)] = true
+			c.dlqView.origins[originOf(p)] = true
 			c.metrics.DeadLettered.WithLabelValues(p.Msg.Topic).Inc()
 			c.poisonLog.Log(ReasonClass(p.Reason), zap.String("topic", p.Msg.Topic), zap.Int("partition", p.Msg.Partition),
 				zap.Int64("offset", p.Msg.Offset), zap.String("reason", p.Reason))
 		}
 	}
 	return c.mark(ctx, bad)
+}
+
+// originOf names the record of p as the dead-letter topic's headers do.
+func originOf(p records.Poison) string {
+	return offsets.Origin(p.Msg.Topic, p.Msg.Partition, p.Msg.Offset)
 }
 
 // deadLettered returns the consumer's view of the dead-letter topic, read

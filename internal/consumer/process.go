@@ -41,8 +41,7 @@ func dropRepeats(msgs []kafka.Message) []kafka.Message {
 	return out
 }
 
-// slowBatch is the batch duration above which a batch is logged with the
-// time of each of its steps.
+// slowBatch is the duration above which a batch, or a commit, is logged.
 const slowBatch = time.Second
 
 // process applies one batch and hands it, with its poison records, to the

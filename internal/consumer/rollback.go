@@ -24,12 +24,12 @@ import (
 // idempotency markers and watermarks went back together with the
 // projections, so applying those records again from the older state is
 // exact: the consumer reads them again from Kafka and applies them (without
-// dead-lettering their poison records: the committer dead-letters the poison
-// of the batches it holds before committing them, and committed batches had
-// theirs dead-lettered), then goes on. It finds out in two ways: the apply script refuses a batch
-// whose partition's watermark lies below the batch's first offset - 1 (see
-// apply.GapError), and watchRollback compares the group's committed offsets
-// with the watermarks (see rollwatch.go).
+// dead-lettering their poison records: committed batches had theirs
+// dead-lettered, and the committer dead-letters those of the batches it holds
+// before committing them), then goes on. It finds out in two ways: the apply
+// script refuses a batch whose partition's watermark lies below the batch's
+// first offset - 1 (see apply.GapError), and watchRollback compares the
+// group's committed offsets with the watermarks (see rollwatch.go).
 
 // lost is a range of one partition whose records must be applied again.
 type lost struct {
