@@ -368,7 +368,8 @@ func leaders(ctx context.Context, client *kafka.Client, readers []*Reader) ([][]
 // request at a time until lctx ends, and calls regroup (and returns) when
 // the request or a partition fails: the leaders may have moved. Messages
 // read are delivered until the generation (ctx) ends. A partition whose
-// offset lies past its end waits, out of the requests, as a Reader does.
+// offset lies past its end waits, out of the requests, as a Reader does. A
+// request that follows an answer with records gathers (Options.GatherWait).
 func (g *Group) readLeader(ctx, lctx context.Context, opts Options, readers []*Reader, generation int64, regroup func(), failures *atomic.Int64) {
 	waitUntil := make([]time.Time, len(readers))
 	fail := func(err error) time.Duration {
@@ -376,6 +377,7 @@ func (g *Group) readLeader(ctx, lctx context.Context, opts Options, readers []*R
 		g.readFailed(ctx, generation, opts, n, err)
 		return backoff(int(n), opts.BackoffMin, opts.BackoffMax)
 	}
+	gather := false
 	for lctx.Err() == nil {
 		now := time.Now()
 		var ready []*Reader
@@ -405,7 +407,7 @@ func (g *Group) readLeader(ctx, lctx context.Context, opts Options, readers []*R
 			}
 			continue
 		}
-		resp, err := roundTrip(lctx, opts, ready)
+		resp, err := roundTrip(lctx, opts, ready, gather)
 		if err != nil {
 			if lctx.Err() != nil {
 				return // nothing was read: the offsets stay
@@ -416,8 +418,10 @@ func (g *Group) readLeader(ctx, lctx context.Context, opts Options, readers []*R
 			return
 		}
 		var wait time.Duration // > 0: a partition failed, regroup after it
+		gather = false
 		for k, r := range ready {
 			msgs, err := r.take(ctx, resp)
+			gather = gather || len(msgs) > 0
 			switch {
 			case errors.Is(err, errPastEnd):
 				opts.logf("%s/%d: offset %d lies past the end of the partition; waiting for it", r.topic, r.partition, r.offset)

@@ -337,25 +337,50 @@ func TestGroupRebalance(t *testing.T) {
 	t.Logf("shared after %d rounds", i+1)
 }
 
-// countingTransport counts the fetch requests it sends and the partitions
-// each one asks for.
+// countingTransport counts the fetch requests it sends, the partitions each
+// one asks for, how long and for how many bytes each asks the broker to
+// wait, and whether its answer had records.
 type countingTransport struct {
 	kafka.RoundTripper
-	mu    sync.Mutex
-	sizes []int // partitions per fetch request, in order
+	mu       sync.Mutex
+	sizes    []int // partitions per fetch request, in order
+	requests []fetchWait
+}
+
+// fetchWait is what a fetch request asked the broker to wait for, and
+// whether its answer had records past the offsets asked for.
+type fetchWait struct {
+	minBytes, maxWaitMs int32
+	records             bool
 }
 
 func (c *countingTransport) RoundTrip(ctx context.Context, addr net.Addr, req kafka.Request) (kafka.Response, error) {
-	if f, ok := req.(*fetchapi.Request); ok {
-		n := 0
-		for _, t := range f.Topics {
-			n += len(t.Partitions)
-		}
-		c.mu.Lock()
-		c.sizes = append(c.sizes, n)
-		c.mu.Unlock()
+	f, ok := req.(*fetchapi.Request)
+	if !ok {
+		return c.RoundTripper.RoundTrip(ctx, addr, req)
 	}
-	return c.RoundTripper.RoundTrip(ctx, addr, req)
+	n := 0
+	from := map[int32]int64{}
+	for _, t := range f.Topics {
+		n += len(t.Partitions)
+		for _, p := range t.Partitions {
+			from[p.Partition] = p.FetchOffset
+		}
+	}
+	res, err := c.RoundTripper.RoundTrip(ctx, addr, req)
+	w := fetchWait{minBytes: f.MinBytes, maxWaitMs: f.MaxWaitTime}
+	if r, ok := res.(*fetchapi.Response); ok && err == nil {
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				w.records = w.records || p.HighWatermark > from[p.Partition]
+			}
+		}
+	}
+	c.mu.Lock()
+	c.sizes = append(c.sizes, n)
+	c.requests = append(c.requests, w)
+	c.mu.Unlock()
+	return res, err
 }
 
 // TestGroupFetchesEveryPartitionInOneRequest: a member of 6 partitions on
@@ -398,6 +423,54 @@ func TestGroupFetchesEveryPartitionInOneRequest(t *testing.T) {
 		if n != parts {
 			t.Errorf("fetch request %d asked for %d partitions, want all %d", i, n, parts)
 		}
+	}
+}
+
+// TestGroupGathersWhileRecordsFlow: a member's fetch request that follows an
+// answer with records asks the broker to wait GatherWait for GatherBytes;
+// one that follows an empty answer, and the first, MaxWait for MinBytes.
+func TestGroupGathersWhileRecordsFlow(t *testing.T) {
+	const parts = 3
+	brokers := cluster(t, parts)
+	plain := producer(t, brokers, "")
+	opts := options(t, brokers)
+	opts.GatherBytes, opts.GatherWait = 1<<16, 30*time.Millisecond
+	ct := &countingTransport{RoundTripper: opts.Transport}
+	opts.Transport = ct
+	g := NewGroup(GroupConfig{Brokers: brokers, GroupID: "g", Topics: []string{"t"}, Fetch: opts,
+		HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second})
+	defer g.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for round := range 3 {
+		for p := range int32(parts) {
+			produce(t, plain, p, fmt.Sprintf("%d-%d", p, round))
+		}
+		for range parts {
+			if _, err := g.FetchMessage(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(250 * time.Millisecond) // an empty answer after MaxWait
+	}
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	gathered, plainly := 0, 0
+	for i, w := range ct.requests {
+		want := fetchWait{minBytes: 1, maxWaitMs: 100}
+		if i > 0 && ct.requests[i-1].records {
+			want = fetchWait{minBytes: 1 << 16, maxWaitMs: 30}
+			gathered++
+		} else {
+			plainly++
+		}
+		if w.minBytes != want.minBytes || w.maxWaitMs != want.maxWaitMs {
+			t.Errorf("fetch request %d asked for %d bytes within %d ms, want %d within %d (requests: %+v)",
+				i, w.minBytes, w.maxWaitMs, want.minBytes, want.maxWaitMs, ct.requests)
+		}
+	}
+	if gathered == 0 || plainly < 2 {
+		t.Errorf("%d requests gathered and %d did not, want both kinds: %+v", gathered, plainly, ct.requests)
 	}
 }
 
