@@ -84,15 +84,13 @@ type Options struct {
 	MinBytes int
 	MaxBytes int
 	MaxWait  time.Duration
-	// GatherBytes and GatherWait replace MinBytes and MaxWait in a group
-	// member's request that follows an answer with records: while records
-	// flow, the broker gathers them for up to GatherWait (or until
-	// GatherBytes) instead of answering each produce request with a fetch
-	// answer of its own, each of which costs it about as much CPU as the
-	// records it carries; an idle member still hears of a record at once.
-	// Zero: MinBytes and MaxWait.
-	GatherBytes int
-	GatherWait  time.Duration
+	// Pace is the least time between a group member's request and the one
+	// before when that one's answer had records: while records flow, the
+	// member gathers them on the broker for up to Pace and sends one request
+	// for them instead of one for each produce request (each answer costs
+	// the broker CPU of its own). The request itself still asks for MinBytes,
+	// so the broker answers it at once. Zero: no pace.
+	Pace time.Duration
 	// BackoffMin and BackoffMax bound the wait between failed fetches
 	// (default 50 ms and 1 s), doubling from one to the next.
 	BackoffMin, BackoffMax time.Duration
@@ -113,9 +111,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxWait <= 0 {
 		o.MaxWait = 250 * time.Millisecond
-	}
-	if o.GatherBytes <= 0 || o.GatherWait <= 0 {
-		o.GatherBytes, o.GatherWait = o.MinBytes, o.MaxWait
 	}
 	if o.BackoffMin <= 0 {
 		o.BackoffMin = 50 * time.Millisecond
@@ -219,7 +214,7 @@ func (r *Reader) fetch(ctx context.Context) ([]kafka.Message, error) {
 			return nil, err
 		}
 	}
-	resp, err := roundTrip(ctx, r.opts, []*Reader{r}, false)
+	resp, err := roundTrip(ctx, r.opts, []*Reader{r})
 	if err != nil {
 		return nil, err
 	}
@@ -228,9 +223,8 @@ func (r *Reader) fetch(ctx context.Context) ([]kafka.Message, error) {
 
 // roundTrip sends one read_committed fetch request for the readers'
 // partitions, which must share a leader, at their offsets, and returns the
-// answer. A gathering request waits GatherWait for GatherBytes instead of
-// MaxWait for MinBytes.
-func roundTrip(ctx context.Context, opts Options, readers []*Reader, gather bool) (*fetchapi.Response, error) {
+// answer.
+func roundTrip(ctx context.Context, opts Options, readers []*Reader) (*fetchapi.Response, error) {
 	var topics []fetchapi.RequestTopic
 	for _, r := range readers {
 		p := fetchapi.RequestPartition{Partition: int32(r.partition), CurrentLeaderEpoch: -1, FetchOffset: r.offset,
@@ -241,16 +235,12 @@ func roundTrip(ctx context.Context, opts Options, readers []*Reader, gather bool
 			topics = append(topics, fetchapi.RequestTopic{Topic: r.topic, Partitions: []fetchapi.RequestPartition{p}})
 		}
 	}
-	minBytes, wait := opts.MinBytes, opts.MaxWait
-	if gather {
-		minBytes, wait = opts.GatherBytes, opts.GatherWait
-	}
-	ctx, cancel := context.WithTimeout(ctx, wait+requestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, opts.MaxWait+requestTimeout)
 	defer cancel()
 	res, err := opts.Transport.RoundTrip(ctx, opts.Addr, &fetchapi.Request{
 		ReplicaID:      -1,
-		MaxWaitTime:    int32(wait / time.Millisecond),
-		MinBytes:       int32(minBytes),
+		MaxWaitTime:    int32(opts.MaxWait / time.Millisecond),
+		MinBytes:       int32(opts.MinBytes),
 		MaxBytes:       int32(opts.MaxBytes * len(readers)),
 		IsolationLevel: readCommitted,
 		SessionID:      0,  // no fetch session:

@@ -369,7 +369,7 @@ func leaders(ctx context.Context, client *kafka.Client, readers []*Reader) ([][]
 // the request or a partition fails: the leaders may have moved. Messages
 // read are delivered until the generation (ctx) ends. A partition whose
 // offset lies past its end waits, out of the requests, as a Reader does. A
-// request that follows an answer with records gathers (Options.GatherWait).
+// request that follows an answer with records waits for Options.Pace.
 func (g *Group) readLeader(ctx, lctx context.Context, opts Options, readers []*Reader, generation int64, regroup func(), failures *atomic.Int64) {
 	waitUntil := make([]time.Time, len(readers))
 	fail := func(err error) time.Duration {
@@ -377,8 +377,13 @@ func (g *Group) readLeader(ctx, lctx context.Context, opts Options, readers []*R
 		g.readFailed(ctx, generation, opts, n, err)
 		return backoff(int(n), opts.BackoffMin, opts.BackoffMax)
 	}
-	gather := false
+	var sent time.Time // when the last request was sent
+	paced := false     // its answer had records
 	for lctx.Err() == nil {
+		if paced && sleep(lctx, opts.Pace-time.Since(sent)) != nil {
+			return
+		}
+		paced = false
 		now := time.Now()
 		var ready []*Reader
 		var readyAt []int
@@ -407,7 +412,8 @@ func (g *Group) readLeader(ctx, lctx context.Context, opts Options, readers []*R
 			}
 			continue
 		}
-		resp, err := roundTrip(lctx, opts, ready, gather)
+		sent = time.Now()
+		resp, err := roundTrip(lctx, opts, ready)
 		if err != nil {
 			if lctx.Err() != nil {
 				return // nothing was read: the offsets stay
@@ -418,10 +424,9 @@ func (g *Group) readLeader(ctx, lctx context.Context, opts Options, readers []*R
 			return
 		}
 		var wait time.Duration // > 0: a partition failed, regroup after it
-		gather = false
 		for k, r := range ready {
 			msgs, err := r.take(ctx, resp)
-			gather = gather || len(msgs) > 0
+			paced = paced || len(msgs) > 0
 			switch {
 			case errors.Is(err, errPastEnd):
 				opts.logf("%s/%d: offset %d lies past the end of the partition; waiting for it", r.topic, r.partition, r.offset)

@@ -338,20 +338,19 @@ func TestGroupRebalance(t *testing.T) {
 }
 
 // countingTransport counts the fetch requests it sends, the partitions each
-// one asks for, how long and for how many bytes each asks the broker to
-// wait, and whether its answer had records.
+// one asks for, when it was sent, and whether its answer had records.
 type countingTransport struct {
 	kafka.RoundTripper
 	mu       sync.Mutex
 	sizes    []int // partitions per fetch request, in order
-	requests []fetchWait
+	requests []sentFetch
 }
 
-// fetchWait is what a fetch request asked the broker to wait for, and
-// whether its answer had records past the offsets asked for.
-type fetchWait struct {
-	minBytes, maxWaitMs int32
-	records             bool
+// sentFetch is when a fetch request was sent and answered, and whether its
+// answer had records past the offsets asked for.
+type sentFetch struct {
+	at, answered time.Time
+	records      bool
 }
 
 func (c *countingTransport) RoundTrip(ctx context.Context, addr net.Addr, req kafka.Request) (kafka.Response, error) {
@@ -367,8 +366,8 @@ func (c *countingTransport) RoundTrip(ctx context.Context, addr net.Addr, req ka
 			from[p.Partition] = p.FetchOffset
 		}
 	}
+	w := sentFetch{at: time.Now()}
 	res, err := c.RoundTripper.RoundTrip(ctx, addr, req)
-	w := fetchWait{minBytes: f.MinBytes, maxWaitMs: f.MaxWaitTime}
 	if r, ok := res.(*fetchapi.Response); ok && err == nil {
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
@@ -376,6 +375,7 @@ func (c *countingTransport) RoundTrip(ctx context.Context, addr net.Addr, req ka
 			}
 		}
 	}
+	w.answered = time.Now()
 	c.mu.Lock()
 	c.sizes = append(c.sizes, n)
 	c.requests = append(c.requests, w)
@@ -426,15 +426,16 @@ func TestGroupFetchesEveryPartitionInOneRequest(t *testing.T) {
 	}
 }
 
-// TestGroupGathersWhileRecordsFlow: a member's fetch request that follows an
-// answer with records asks the broker to wait GatherWait for GatherBytes;
-// one that follows an empty answer, and the first, MaxWait for MinBytes.
-func TestGroupGathersWhileRecordsFlow(t *testing.T) {
+// TestGroupPacesWhileRecordsFlow: a member's fetch request that follows an
+// answer with records is sent at least Pace after the one before; one that
+// follows an empty answer is sent as soon as it came.
+func TestGroupPacesWhileRecordsFlow(t *testing.T) {
 	const parts = 3
+	const pace = 80 * time.Millisecond
 	brokers := cluster(t, parts)
 	plain := producer(t, brokers, "")
 	opts := options(t, brokers)
-	opts.GatherBytes, opts.GatherWait = 1<<16, 30*time.Millisecond
+	opts.Pace = pace
 	ct := &countingTransport{RoundTripper: opts.Transport}
 	opts.Transport = ct
 	g := NewGroup(GroupConfig{Brokers: brokers, GroupID: "g", Topics: []string{"t"}, Fetch: opts,
@@ -451,26 +452,25 @@ func TestGroupGathersWhileRecordsFlow(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(250 * time.Millisecond) // an empty answer after MaxWait
+		time.Sleep(300 * time.Millisecond) // an empty answer after MaxWait
 	}
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
-	gathered, plainly := 0, 0
-	for i, w := range ct.requests {
-		want := fetchWait{minBytes: 1, maxWaitMs: 100}
-		if i > 0 && ct.requests[i-1].records {
-			want = fetchWait{minBytes: 1 << 16, maxWaitMs: 30}
-			gathered++
-		} else {
-			plainly++
-		}
-		if w.minBytes != want.minBytes || w.maxWaitMs != want.maxWaitMs {
-			t.Errorf("fetch request %d asked for %d bytes within %d ms, want %d within %d (requests: %+v)",
-				i, w.minBytes, w.maxWaitMs, want.minBytes, want.maxWaitMs, ct.requests)
+	paced, quick := 0, 0
+	for i := 1; i < len(ct.requests); i++ {
+		prev := ct.requests[i-1]
+		gap := ct.requests[i].at.Sub(prev.at)
+		switch {
+		case prev.records && gap < pace:
+			t.Errorf("fetch request %d was sent %v after one answered with records, want at least %v", i, gap, pace)
+		case prev.records:
+			paced++
+		case ct.requests[i].at.Sub(prev.answered) < pace/2:
+			quick++
 		}
 	}
-	if gathered == 0 || plainly < 2 {
-		t.Errorf("%d requests gathered and %d did not, want both kinds: %+v", gathered, plainly, ct.requests)
+	if paced == 0 || quick == 0 {
+		t.Errorf("%d requests paced and %d sent at once after an empty answer, want both (%d requests)", paced, quick, len(ct.requests))
 	}
 }
 

@@ -12,13 +12,13 @@ import (
 // GroupReader is the consumer group member's configuration
 // (fetch.NewGroup): read_committed, offsets committed explicitly, a group
 // without offsets starts at the earliest one, fetches of up to fetchBytes
-// that wait up to 250 ms for a first record and, while records flow, gather
-// them for gatherWait, a queue that holds a batch of maxEvents, and a
+// that wait up to 250 ms for a record and, while records flow, are sent
+// fetchPace apart, a queue that holds a batch of maxEvents, and a
 // session of 10 s. Its Transport is its own (the Group closes it). The
 // consumer and the benchmark's peer read with it alike.
 func GroupReader(conn *kafkaconn.Conn, group string, topics []string, maxRecordBytes, maxEvents int) fetch.GroupConfig {
 	fetchOpts := PartitionReader(conn, conn.FetchTransport(topics), maxRecordBytes, 250*time.Millisecond)
-	fetchOpts.GatherBytes, fetchOpts.GatherWait = gatherBytes, gatherWait
+	fetchOpts.Pace = fetchPace
 	return fetch.GroupConfig{
 		Brokers:           conn.Brokers(),
 		Dialer:            conn.Dialer(),
@@ -41,17 +41,12 @@ func GroupReader(conn *kafkaconn.Conn, group string, topics []string, maxRecordB
 // kafka.max_record_bytes still come through.
 const fetchBytes = 1 << 20
 
-// gatherWait and gatherBytes bound how long the broker gathers records for a
-// group member's fetch while records flow (fetch.Options.GatherWait): a
-// fetch answer per produce request cost the broker more CPU than the Java
-// consumer's fetches (BENCHMARKS.md, the Kafka broker's share), and 10 ms is
-// the default batch.max_wait, which a batch waits for anyway. At 10,000
-// events a second of about 200 bytes, 64 KiB take some 30 ms, so the wait
-// bounds a fetch on live traffic and the bytes only a faster one.
-const (
-	gatherWait  = 10 * time.Millisecond
-	gatherBytes = 64 << 10
-)
+// fetchPace is the least time between a group member's fetch requests while
+// records flow (fetch.Options.Pace): a request for each produce request cost
+// the broker more CPU than the Java consumer's fetches (BENCHMARKS.md, the
+// Kafka broker's share). 10 ms is the default batch.max_wait, which a batch
+// waits for anyway.
+const fetchPace = 10 * time.Millisecond
 
 // PartitionReader is the configuration of read_committed partition readers
 // (fetch.NewReader) through transport (conn.FetchTransport): fetches of up
