@@ -160,13 +160,14 @@ func (e *env) startJava(ctx context.Context) (func(), error) {
 }
 
 // brokerWindow produces at rate for the latency phase's duration and
-// measures the broker over that window, after its warm-up: its CPU between
-// the window's ends, and its count of fetch requests read over JMX at the
-// window's start and a second before its end.
+// measures the broker over that window, after a warm-up of at least
+// brokerSettle: its CPU between the window's ends, and its count of fetch
+// requests read over JMX at the window's start and a second before its end.
 func (e *env) brokerWindow(ctx context.Context, p *kgo.Client, reader string, rate int) (BrokerShare, error) {
 	s := BrokerShare{Rate: rate, Reader: reader}
 	lc := e.cfg.Latency
 	lc.Rate, lc.Round = rate, e.round
+	lc.Warmup = min(max(lc.Warmup, brokerSettle), lc.Duration/2)
 	var (
 		cpu       [2]float64
 		at        [2]time.Time
@@ -216,6 +217,14 @@ func (e *env) brokerWindow(ctx context.Context, p *kgo.Client, reader string, ra
 	}
 	return s, nil
 }
+
+// brokerSettle is the least warm-up of a broker-share window: the seconds
+// after a reader caught up with the log (projector's consumer and the peer
+// read the records produced while the other readers ran) or joined its
+// group (the Java consumer) are not what it costs the broker on live
+// traffic, and with a 2 s warm-up they fell into each reader's first window
+// only.
+const brokerSettle = 8 * time.Second
 
 // fetchReading is one reading of the broker's count of fetch requests, at
 // the broker's clock.
