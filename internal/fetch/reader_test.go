@@ -383,6 +383,17 @@ func (c *countingTransport) RoundTrip(ctx context.Context, addr net.Addr, req ka
 	return res, err
 }
 
+// countedGroup is a member of group g reading topic t with opts through a
+// countingTransport; the test's end closes it.
+func countedGroup(t *testing.T, brokers []string, opts Options) (*Group, *countingTransport) {
+	ct := &countingTransport{RoundTripper: opts.Transport}
+	opts.Transport = ct
+	g := NewGroup(GroupConfig{Brokers: brokers, GroupID: "g", Topics: []string{"t"}, Fetch: opts,
+		HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second})
+	t.Cleanup(func() { _ = g.Close() })
+	return g, ct
+}
+
 // TestGroupFetchesEveryPartitionInOneRequest: a member of 6 partitions on
 // one broker reads them all with one fetch request at a time, each asking
 // for every partition, and gets every record of each partition in order.
@@ -394,11 +405,7 @@ func TestGroupFetchesEveryPartitionInOneRequest(t *testing.T) {
 		produce(t, plain, p, fmt.Sprintf("%d-0", p), fmt.Sprintf("%d-1", p))
 	}
 	opts := options(t, brokers)
-	ct := &countingTransport{RoundTripper: opts.Transport}
-	opts.Transport = ct
-	g := NewGroup(GroupConfig{Brokers: brokers, GroupID: "g", Topics: []string{"t"}, Fetch: opts,
-		HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second})
-	defer g.Close()
+	g, ct := countedGroup(t, brokers, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	byPart := map[int][]string{}
@@ -436,11 +443,7 @@ func TestGroupPacesWhileRecordsFlow(t *testing.T) {
 	plain := producer(t, brokers, "")
 	opts := options(t, brokers)
 	opts.Pace = pace
-	ct := &countingTransport{RoundTripper: opts.Transport}
-	opts.Transport = ct
-	g := NewGroup(GroupConfig{Brokers: brokers, GroupID: "g", Topics: []string{"t"}, Fetch: opts,
-		HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second})
-	defer g.Close()
+	g, ct := countedGroup(t, brokers, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for round := range 3 {
