@@ -286,8 +286,9 @@ func (g *Group) Close() error {
 
 // readAll reads the readers' partitions until ctx (the generation) ends:
 // one fetch request at a time per leader broker for all the partitions it
-// leads, answered as soon as one of them has records (MinBytes), where one
-// Reader each would send a request per partition. When a request fails, or
+// leads, answered as soon as one of them has records (MinBytes) and, while
+// records flow, sent Options.Pace after the one before, where one Reader
+// each would send a request per partition. When a request fails, or
 // a partition's answer does, the leaders are looked up again; failures
 // count on across these regroupings, so that the backoff grows and
 // FetchMessage hears of them as a Reader's Next would.

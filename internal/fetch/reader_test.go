@@ -464,8 +464,8 @@ func TestGroupPacesWhileRecordsFlow(t *testing.T) {
 		prev := ct.requests[i-1]
 		gap := ct.requests[i].at.Sub(prev.at)
 		switch {
-		case prev.records && gap < pace:
-			t.Errorf("fetch request %d was sent %v after one answered with records, want at least %v", i, gap, pace)
+		case prev.records && gap < pace*9/10: // the transport sees a request a little after the loop sent it
+			t.Errorf("fetch request %d was sent %v after one answered with records, want about %v at least", i, gap, pace)
 		case prev.records:
 			paced++
 		case ct.requests[i].at.Sub(prev.answered) < pace/2:
